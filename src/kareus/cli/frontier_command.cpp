@@ -1,0 +1,178 @@
+// `kareus frontier`: the iteration time–energy frontier of a measured (or composed) option table.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "kareus/cli/commands.hpp"
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+#include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/plan/plan.hpp"
+#include "kareus/report/plot.hpp"
+
+namespace kareus::cli {
+namespace {
+
+struct FrontierFlags {
+  std::string profile;
+  int stages = 0;
+  int microbatches = 0;
+  double p_blocking_w = -1;
+  std::string schedule = "1f1b";
+  double unit_time_s = 1e-3;
+  std::string cost_model = "hull";
+  bool csv = false;
+  std::string out;
+  std::string plans = "20";
+  bool no_reclaim = false;
+};
+
+std::string frontier_csv(const pipeline::Frontier& frontier) {
+  std::string out = "time_s,energy_j,planned_time_s,model_energy_j\n";
+  for (const auto& p : frontier.points) {
+    out += fmt::format("{:.9g},{:.9g},{:.9g},{:.9g}\n", p.time_s, p.energy_j, p.planned_time_s,
+                       p.model_energy_j);
+  }
+  return out;
+}
+
+std::vector<std::size_t> plans_to_write(const std::string& which, std::size_t points) {
+  std::size_t count = points;
+  if (which != "all") {
+    try {
+      std::size_t used = 0;
+      long n = std::stol(which, &used);
+      if (used != which.size() || n < 0) throw std::invalid_argument(which);
+      count = std::min(points, static_cast<std::size_t>(n));
+    } catch (const std::exception&) {
+      throw InputError({"", 0, 0, "--plans"}, fmt::format("expected 'all' or a count, got '{}'", which));
+    }
+  }
+  std::vector<std::size_t> indices;
+  if (count == 0 || points == 0) return indices;
+  if (count == 1) return {0};
+  for (std::size_t k = 0; k < count; ++k) {
+    std::size_t i = (k * (points - 1) + (count - 1) / 2) / (count - 1);
+    if (indices.empty() || indices.back() != i) indices.push_back(i);
+  }
+  return indices;
+}
+
+int run_frontier(const FrontierFlags& flags) {
+  auto schedule_kind = pipeline::parse_schedule_kind(flags.schedule);
+  if (!schedule_kind) throw InputError({"", 0, 0, "--schedule"}, "expected 1f1b or gpipe");
+  auto cost_model = pipeline::parse_cost_model_kind(flags.cost_model);
+  if (!cost_model) throw InputError({"", 0, 0, "--cost-model"}, "expected hull or exponential");
+  if (flags.stages < 1) throw InputError({"", 0, 0, "--stages"}, "must be at least 1");
+  if (flags.microbatches < 1) throw InputError({"", 0, 0, "--microbatches"}, "must be at least 1");
+  if (!(flags.p_blocking_w >= 0)) throw InputError({"", 0, 0, "--p-blocking"}, "must be a power >= 0 W");
+  if (!(flags.unit_time_s > 0)) throw InputError({"", 0, 0, "--unit-time"}, "must be positive");
+
+  pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
+  auto schedule = pipeline::PipelineSchedule::make(*schedule_kind, flags.stages, flags.microbatches);
+  pipeline::SolverOptions options{flags.p_blocking_w, flags.unit_time_s, *cost_model, !flags.no_reclaim};
+  auto plan_indices_check = plans_to_write(flags.plans, 0);  // validate the flag before solving
+  (void)plan_indices_check;
+
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  const bool tty = ::isatty(STDERR_FILENO);
+  bool reported = false;
+  auto progress = [&](const pipeline::SolverProgress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_report < std::chrono::seconds(tty ? 1 : 5) || now - start < std::chrono::seconds(2)) return;
+    last_report = now;
+    double total = std::max(1e-12, p.stats->initial_time_s - p.stats->fastest_time_s);
+    double pct = 100.0 * (p.stats->initial_time_s - p.planned_time_s) / total;
+    std::string line = fmt::format("frontier: step {} ({:.0f}% of the way to the fastest plan), {} max-flow solves",
+                                   p.steps, std::min(100.0, pct), p.stats->cut_computations);
+    std::fprintf(stderr, tty ? "\r%s" : "%s\n", line.c_str());
+    reported = true;
+  };
+  pipeline::Frontier frontier = pipeline::solve_frontier(table, schedule, options, progress);
+  if (reported && tty) std::fprintf(stderr, "\n");
+  const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (flags.csv) {
+    std::fputs(frontier_csv(frontier).c_str(), stdout);
+  } else {
+    const auto& fastest = frontier.points.front();
+    const auto& frugal = frontier.points.back();
+    fmt::print("Frontier of {} ({} stages, {} microbatches, {}, P_blocking {} W, unit {} s, {} cost model)\n",
+               flags.profile, flags.stages, flags.microbatches, flags.schedule, flags.p_blocking_w,
+               flags.unit_time_s, flags.cost_model);
+    fmt::print("Energy: {}\n", plan::energy_scope_for(flags.stages));
+    fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
+    fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
+    fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "lowest energy", frugal.time_s, frugal.energy_j);
+    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {:.3f} s\n",
+               frontier.points.size(), frontier.total_points, frontier.stats.steps,
+               frontier.stats.cut_computations, solve_s);
+  }
+
+  if (!flags.out.empty()) {
+    std::filesystem::path dir = flags.out;
+    pipeline::InstructionDag dag(schedule);
+    plan::PlanContext context{*schedule_kind, flags.microbatches, flags.p_blocking_w, flags.unit_time_s,
+                              {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
+    nlohmann::json plans = nlohmann::json::array();
+    for (std::size_t i : plans_to_write(flags.plans, frontier.points.size())) {
+      nlohmann::json doc = plan::to_json(plan::make_plan(table, dag, frontier.points[i], context));
+      doc["frontier_index"] = i;
+      plans.push_back(std::move(doc));
+    }
+    std::vector<TimeEnergy> points;
+    for (const auto& p : frontier.points) points.push_back(p.time_energy());
+    std::string svg = report::render_svg(
+        {{"true (time, energy) of each plan", points, false}},
+        {fmt::format("Iteration time–energy frontier: {} stages, {} microbatches ({})", flags.stages,
+                     flags.microbatches, plan::energy_scope_for(flags.stages)),
+         "iteration time (s)", "iteration energy (J)"});
+    // Everything is computed before anything is written; each file lands atomically.
+    write_file_atomic(dir / "frontier.csv", frontier_csv(frontier));
+    write_file_atomic(dir / "plans.json",
+                      nlohmann::json{{"format", "kareus-plan-set"}, {"version", 1}, {"plans", plans}}.dump(1) + "\n");
+    if (!svg.empty()) {
+      write_file_atomic(dir / "frontier.svg", svg);
+    } else {
+      spdlog::info("gnuplot is not installed; no frontier.svg written");
+    }
+    if (!flags.csv) fmt::print("Wrote {}/frontier.csv, plans.json{}\n", dir.string(), svg.empty() ? "" : ", frontier.svg");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action register_frontier(CLI::App& app) {
+  auto flags = std::make_shared<FrontierFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "frontier", "Iteration time-energy frontier of a per-stage option table (Perseus profile format)");
+  cmd->add_option("--profile", flags->profile,
+                  "CSV with columns stage,instruction,frequency,time,energy (s, J, per GPU); "
+                  "further columns are carried as the option's knob")
+      ->required();
+  cmd->add_option("--stages", flags->stages, "Number of pipeline stages S")->required();
+  cmd->add_option("--microbatches", flags->microbatches, "Microbatches per iteration M")->required();
+  cmd->add_option("--p-blocking", flags->p_blocking_w,
+                  "Power (W) of a GPU blocked on communication; idle time is charged at it")
+      ->required();
+  cmd->add_option("--schedule", flags->schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
+  cmd->add_option("--unit-time", flags->unit_time_s, "Solver time unit in seconds")->capture_default_str();
+  cmd->add_option("--cost-model", flags->cost_model,
+                  "hull (exact on the options' convex hull) or exponential (Perseus's fit)")
+      ->capture_default_str();
+  cmd->add_flag("--csv", flags->csv, "Print only the frontier as CSV on stdout");
+  cmd->add_option("--out", flags->out, "Write frontier.csv, plans.json and frontier.svg to this directory");
+  cmd->add_option("--plans", flags->plans,
+                  "How many frontier plans plans.json holds: 'all' or a count, evenly spaced")
+      ->capture_default_str();
+  cmd->add_flag("--no-reclaim", flags->no_reclaim,
+                "Do not move instructions with slack to slower options (Perseus's plain assignment)");
+  return [flags] { return run_frontier(*flags); };
+}
+
+}  // namespace kareus::cli

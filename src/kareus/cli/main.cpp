@@ -1,0 +1,51 @@
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "kareus/cli/commands.hpp"
+#include "kareus/core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kareus: plans GPU clocks and communication overlap for energy-efficient "
+               "pipeline-parallel training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kareus 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Log more detail on stderr");
+  std::vector<std::pair<CLI::App*, kareus::cli::Action>> actions;
+  auto add = [&](auto register_fn) {
+    std::size_t before = app.get_subcommands({}).size();
+    kareus::cli::Action action = register_fn(app);
+    actions.emplace_back(app.get_subcommands({})[before], std::move(action));
+  };
+  add(kareus::cli::register_frontier);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "kareus: error: %s (see kareus --help)\n", e.what());
+    return 2;
+  }
+  spdlog::set_pattern("kareus: %v");
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  try {
+    for (auto& [command, action] : actions) {
+      if (command->parsed()) return action();
+    }
+  } catch (const kareus::Error& e) {
+    std::fprintf(stderr, "kareus: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kareus: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,19 @@
+// File helpers: whole-file reads with clear errors, and atomic writes (temp file + fsync + rename)
+// so that an interrupted run never leaves a partial output file behind.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace kareus {
+
+// Throws InputError naming the path when it does not exist, is a directory or cannot be read.
+std::string read_text_file(const std::filesystem::path& path);
+
+// Writes `content` to `path` atomically: a sibling temporary file is written, flushed, fsynced and
+// renamed over `path`. Creates missing parent directories. Throws Error on failure, leaving no
+// temporary file behind.
+void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+
+}  // namespace kareus

@@ -1,0 +1,72 @@
+// The dependency DAG of a pipeline schedule, activity on node: node k is the k-th instruction in
+// stage-major order (stage 0's instructions in its run order, then stage 1's, ...). Edges: each
+// instruction depends on the one before it on its stage; a forward on the forward of the same
+// microbatch on the previous stage; a backward on the backward of the same microbatch on the next
+// stage, and the last stage's backward on its own forward. Built directly from those rules.
+//
+// Thread-safety: immutable after construction; share freely.
+// Example:
+//   InstructionDag dag(schedule);
+//   auto finish = dag.earliest_finish(durations);   // longest path
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kareus/pipeline/schedule.hpp"
+
+namespace kareus::pipeline {
+
+class InstructionDag {
+ public:
+  explicit InstructionDag(const PipelineSchedule& schedule);
+
+  std::size_t num_nodes() const { return instructions_.size(); }
+  std::size_t num_edges() const { return edge_to_.size(); }
+  const Instruction& instruction(std::size_t node) const { return instructions_[node]; }
+  std::span<const Instruction> instructions() const { return instructions_; }
+  std::size_t node_of(int stage, std::size_t position) const {
+    return stage_offset_[static_cast<std::size_t>(stage)] + position;
+  }
+
+  // Edge e goes edge_from(e) -> edge_to(e); successors of n are edges
+  // successor_begin(n)..successor_begin(n+1), predecessors likewise through predecessor_edge().
+  std::size_t edge_from(std::size_t e) const { return edge_from_[e]; }
+  std::size_t edge_to(std::size_t e) const { return edge_to_[e]; }
+  std::size_t successor_begin(std::size_t n) const { return succ_offset_[n]; }
+  std::size_t predecessor_begin(std::size_t n) const { return pred_offset_[n]; }
+  std::size_t predecessor_edge(std::size_t k) const { return pred_edges_[k]; }
+  std::span<const std::size_t> topological_order() const { return topo_; }
+
+  // Earliest finish of every node when node n takes durations[n] (longest path from the start).
+  template <typename T>
+  std::vector<T> earliest_finish(std::span<const T> durations) const {
+    std::vector<T> finish(num_nodes(), T{});
+    for (std::size_t n : topo_) {
+      T start{};
+      for (std::size_t k = pred_offset_[n]; k < pred_offset_[n + 1]; ++k) {
+        start = std::max(start, finish[edge_from_[pred_edges_[k]]]);
+      }
+      finish[n] = start + durations[n];
+    }
+    return finish;
+  }
+
+  template <typename T>
+  T makespan(std::span<const T> durations) const {
+    auto finish = earliest_finish(durations);
+    return finish.empty() ? T{} : *std::max_element(finish.begin(), finish.end());
+  }
+
+ private:
+  std::vector<Instruction> instructions_;
+  std::vector<std::size_t> stage_offset_;
+  std::vector<std::size_t> edge_from_, edge_to_;  // sorted by source node
+  std::vector<std::size_t> succ_offset_;          // CSR over edges
+  std::vector<std::size_t> pred_offset_, pred_edges_;
+  std::vector<std::size_t> topo_;
+};
+
+}  // namespace kareus::pipeline

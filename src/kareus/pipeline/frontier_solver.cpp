@@ -1,0 +1,338 @@
+#include "kareus/pipeline/frontier_solver.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "kareus/core/error.hpp"
+#include "kareus/pipeline/min_cut.hpp"
+
+namespace kareus::pipeline {
+namespace {
+
+std::size_t cost_index(const Instruction& ins) {
+  return static_cast<std::size_t>(ins.stage) * 2 + static_cast<std::size_t>(ins.type);
+}
+
+// Moves instructions that have slack in the real schedule to the slowest option that still fits,
+// latest-first, so the iteration time does not grow beyond max(its current value, allowed_time_s).
+// `chosen` holds indices into options() per node.
+void reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>& costs,
+                   std::span<const std::size_t> cost_of, std::vector<std::size_t>& chosen,
+                   double allowed_time_s) {
+  const std::size_t n = dag.num_nodes();
+  std::vector<double> time(n);
+  for (std::size_t v = 0; v < n; ++v) time[v] = costs[cost_of[v]].options()[chosen[v]].time_s;
+  std::vector<double> finish = dag.earliest_finish<double>(time);
+  const double makespan =
+      std::max(allowed_time_s, n == 0 ? 0 : *std::max_element(finish.begin(), finish.end()));
+  std::vector<double> latest_start(n);
+  auto order = dag.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    std::size_t v = *it;
+    double latest_finish = makespan;
+    for (std::size_t e = dag.successor_begin(v); e < dag.successor_begin(v + 1); ++e) {
+      latest_finish = std::min(latest_finish, latest_start[dag.edge_to(e)]);
+    }
+    const double window = latest_finish - (finish[v] - time[v]);
+    auto candidates = costs[cost_of[v]].options();
+    if (window > time[v] && chosen[v] + 1 < candidates.size()) {
+      // Candidates' real times strictly increase with their index; take the last that fits.
+      auto fits_end = std::upper_bound(candidates.begin() + static_cast<long>(chosen[v]), candidates.end(),
+                                       window, [](double w, const Candidate& c) { return w < c.time_s; });
+      chosen[v] = static_cast<std::size_t>(fits_end - candidates.begin()) - 1;
+      time[v] = candidates[chosen[v]].time_s;
+    }
+    latest_start[v] = latest_finish - time[v];
+  }
+}
+
+// The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
+MinCutSolver flow_topology(const InstructionDag& dag) {
+  const std::size_t n = dag.num_nodes();
+  std::vector<std::pair<std::size_t, std::size_t>> arcs;
+  for (std::size_t v = 0; v < n; ++v) arcs.emplace_back(2 + 2 * v, 3 + 2 * v);
+  for (std::size_t v = 0; v < n; ++v) arcs.emplace_back(0, 2 + 2 * v);
+  for (std::size_t v = 0; v < n; ++v) arcs.emplace_back(3 + 2 * v, 1);
+  for (std::size_t e = 0; e < dag.num_edges(); ++e) {
+    arcs.emplace_back(3 + 2 * dag.edge_from(e), 2 + 2 * dag.edge_to(e));
+  }
+  return MinCutSolver(2 + 2 * n, 0, 1, arcs);
+}
+
+}  // namespace
+
+double iteration_energy_j(double sum_energy_j, double sum_time_s, int num_stages,
+                          double iteration_time_s, double p_blocking_w) {
+  return sum_energy_j + p_blocking_w * (num_stages * iteration_time_s - sum_time_s);
+}
+
+TimeEnergy evaluate_assignment(const OptionTable& table, const InstructionDag& dag,
+                               std::span<const std::uint16_t> assignment, double p_blocking_w) {
+  KAREUS_CHECK(assignment.size() == dag.num_nodes(), "assignment size differs from the DAG");
+  std::vector<double> time(dag.num_nodes());
+  double sum_energy = 0, sum_time = 0;
+  for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
+    const Instruction& ins = dag.instruction(v);
+    const StageOption& o = table.at(ins.stage, ins.type).at(assignment[v]);
+    time[v] = o.time_s;
+    sum_energy += o.energy_j;
+    sum_time += o.time_s;
+  }
+  double makespan = dag.makespan<double>(time);
+  return {makespan, iteration_energy_j(sum_energy, sum_time, table.num_stages(), makespan, p_blocking_w)};
+}
+
+FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule& schedule,
+                               SolverOptions options)
+    : table_(table), options_(options), dag_(schedule), cut_solver_(flow_topology(dag_)) {
+  if (!(options.unit_time_s > 0) || !std::isfinite(options.unit_time_s)) {
+    throw InputError(fmt::format("the time unit must be positive, got {}", options.unit_time_s));
+  }
+  if (!(options.p_blocking_w >= 0) || !std::isfinite(options.p_blocking_w)) {
+    throw InputError(fmt::format("P_blocking must be a non-negative power, got {}", options.p_blocking_w));
+  }
+  if (table.num_stages() != schedule.num_stages()) {
+    throw InputError(fmt::format("the option table has {} stages but the schedule {}",
+                                 table.num_stages(), schedule.num_stages()));
+  }
+  for (int stage = 0; stage < table.num_stages(); ++stage) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      if (table.at(stage, type).size() > 65535) {
+        throw InputError(fmt::format("stage {} {} has more than 65535 options", stage, to_string(type)));
+      }
+    }
+  }
+  for (const Instruction& ins : dag_.instructions()) cost_of_.push_back(cost_index(ins));
+  build_model(options.unit_time_s);
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) durations_.push_back(costs_[cost_of_[v]].max_units());
+  const std::size_t num_arcs = 3 * dag_.num_nodes() + dag_.num_edges();
+  lower_.resize(num_arcs);
+  upper_.resize(num_arcs);
+  active_.resize(num_arcs);
+  makespan_ = dag_.makespan<long>(durations_);
+  std::vector<double> fastest;
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) fastest.push_back(costs_[cost_of_[v]].options()[0].time_s);
+  stats_.initial_time_s = static_cast<double>(makespan_) * unit_time_s_;
+  stats_.fastest_time_s = dag_.makespan<double>(fastest);
+}
+
+void FrontierSolver::build_model(double unit_time_s) {
+  unit_time_s_ = unit_time_s;
+  costs_.clear();
+  for (int stage = 0; stage < table_.num_stages(); ++stage) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      costs_.emplace_back(table_.at(stage, type), options_.p_blocking_w, unit_time_s,
+                          options_.cost_model, fmt::format("stage {} {}", stage, to_string(type)));
+    }
+  }
+  double total_range_j = 0;
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    const OperationCost& c = costs_[cost_of_[v]];
+    total_range_j += c.model_cost_j(c.min_units()) - c.model_cost_j(c.max_units());
+  }
+  // Integer cost units: nanojoules, coarser only when the totals would crowd 64-bit flows.
+  cost_scale_ = std::min(1e9, 1e13 / std::max(total_range_j, 1e-9));
+  slope_.clear();
+  for (const OperationCost& c : costs_) {
+    std::vector<std::int64_t> slope;
+    for (long d = c.min_units(); d < c.max_units(); ++d) {
+      slope.push_back(std::llround(cost_scale_ * c.lengthening_saving_j(d)));
+    }
+    for (std::size_t k = 1; k < slope.size(); ++k) {
+      KAREUS_CHECK(slope[k] <= slope[k - 1], "cost model is not convex");
+    }
+    slope_.push_back(std::move(slope));
+  }
+  force_cut_ = true;
+}
+
+// Re-expresses the current plan in units `kRefineFactor` times finer, so the last stretch to the
+// fastest plan, where the frontier is steepest and several clocks share a unit, is walked at finer
+// resolution. Each instruction's duration becomes its current option's time in the finer unit.
+void FrontierSolver::refine() {
+  std::vector<std::size_t> option(dag_.num_nodes());
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) option[v] = costs_[cost_of_[v]].frugal_for(durations_[v]);
+  build_model(unit_time_s_ / kRefineFactor);
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    const OperationCost& c = costs_[cost_of_[v]];
+    durations_[v] = std::clamp(c.options()[option[v]].quantized_units, c.min_units(), c.max_units());
+  }
+  makespan_ = dag_.makespan<long>(durations_);
+  refined_ = true;
+}
+
+std::int64_t FrontierSolver::upper(std::size_t node) const {
+  const OperationCost& c = costs_[cost_of_[node]];
+  long d = durations_[node];
+  if (d <= c.min_units()) return FlowNetwork::kUnbounded;
+  return slope_[cost_of_[node]][static_cast<std::size_t>(d - 1 - c.min_units())];
+}
+
+std::int64_t FrontierSolver::lower(std::size_t node) const {
+  const OperationCost& c = costs_[cost_of_[node]];
+  long d = durations_[node];
+  if (d >= c.max_units()) return 0;
+  return slope_[cost_of_[node]][static_cast<std::size_t>(d - c.min_units())];
+}
+
+std::int64_t FrontierSolver::model_cost_units() const {
+  std::int64_t total = 0;
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    const OperationCost& c = costs_[cost_of_[v]];
+    const auto& slope = slope_[cost_of_[v]];
+    // Cost relative to the slowest duration: the sum of the savings given up.
+    for (long d = durations_[v]; d < c.max_units(); ++d) total += slope[static_cast<std::size_t>(d - c.min_units())];
+  }
+  return total;
+}
+
+bool FrontierSolver::step() {
+  const std::size_t n = dag_.num_nodes();
+  std::vector<long> finish = dag_.earliest_finish<long>(durations_);
+  const long makespan = makespan_;
+  std::vector<long> latest_finish(n, makespan);
+  auto order = dag_.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    std::size_t v = *it;
+    for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
+      std::size_t w = dag_.edge_to(e);
+      latest_finish[v] = std::min(latest_finish[v], latest_finish[w] - durations_[w]);
+    }
+  }
+
+  // Switch on the critical sub-DAG: instructions without float, and the tight edges between them.
+  std::fill(active_.begin(), active_.end(), 0);
+  std::fill(lower_.begin(), lower_.end(), 0);
+  std::fill(upper_.begin(), upper_.end(), FlowNetwork::kUnbounded);
+  for (std::size_t v = 0; v < n; ++v) {
+    if (finish[v] != latest_finish[v]) continue;
+    active_[v] = 1;
+    lower_[v] = lower(v);
+    upper_[v] = upper(v);
+    active_[n + v] = finish[v] == durations_[v];
+    active_[2 * n + v] = finish[v] == makespan;
+    for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
+      std::size_t w = dag_.edge_to(e);
+      active_[3 * n + e] = finish[w] == latest_finish[w] && finish[v] == finish[w] - durations_[w];
+    }
+  }
+
+  // An unchanged network has the same minimum cut: reuse the last decision without a max flow.
+  if (force_cut_ || active_ != last_active_ || lower_ != last_lower_ || upper_ != last_upper_) {
+    force_cut_ = false;
+    MinCut cut = cut_solver_.solve(lower_, upper_, active_);
+    ++stats_.cut_computations;
+    last_active_ = active_;
+    last_lower_ = lower_;
+    last_upper_ = upper_;
+    last_decision_ = {};
+    if (!cut.bounded) return false;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (!active_[v]) continue;
+      bool tail = cut.source_side[2 + 2 * v], head = cut.source_side[3 + 2 * v];
+      if (tail && !head) last_decision_.shorten.push_back(v);
+      if (!tail && head && lower_[v] > 0) last_decision_.lengthen.push_back(v);
+    }
+  }
+  if (last_decision_.shorten.empty()) return false;
+  for (std::size_t v : last_decision_.shorten) --durations_[v];
+  for (std::size_t v : last_decision_.lengthen) ++durations_[v];
+  makespan_ = dag_.makespan<long>(durations_);
+  KAREUS_CHECK(makespan_ == makespan - 1,
+               fmt::format("a Phillips–Dessouky step changed the makespan from {} to {} units",
+                           makespan, makespan_));
+  ++stats_.steps;
+  return true;
+}
+
+FrontierPoint FrontierSolver::evaluate(Variant variant) const {
+  const std::size_t n = dag_.num_nodes();
+  std::vector<std::size_t> chosen(n);
+  double model_energy = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    const OperationCost& c = costs_[cost_of_[v]];
+    switch (variant) {
+      case Variant::kFrugal:
+      case Variant::kFillPlanned: chosen[v] = c.frugal_for(durations_[v]); break;
+      case Variant::kTight: chosen[v] = c.tight_for(durations_[v]); break;
+      case Variant::kFastest: chosen[v] = 0; break;
+    }
+    model_energy += c.model_cost_j(durations_[v]);
+  }
+  const double planned_time_s = static_cast<double>(makespan_) * unit_time_s_;
+  if (options_.reclaim_slack) {
+    reclaim_slack(dag_, costs_, cost_of_, chosen, variant == Variant::kFillPlanned ? planned_time_s : 0.0);
+  }
+
+  FrontierPoint point;
+  point.planned_time_s = planned_time_s;
+  point.assignment.resize(n);
+  std::vector<double> time(n);
+  double sum_effective = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    const Candidate& cand = costs_[cost_of_[v]].options()[chosen[v]];
+    point.assignment[v] = static_cast<std::uint16_t>(cand.option);
+    time[v] = cand.time_s;
+    sum_effective += cand.effective_energy_j;
+  }
+  const int stages = table_.num_stages();
+  point.time_s = dag_.makespan<double>(time);
+  point.energy_j = sum_effective + options_.p_blocking_w * stages * point.time_s;
+  point.model_energy_j = model_energy + options_.p_blocking_w * stages * point.planned_time_s;
+  return point;
+}
+
+std::vector<FrontierPoint> FrontierSolver::next() {
+  if (finished_) return {};
+  if (started_ && !step()) {
+    if (options_.refine_fast_end && !refined_) {
+      refine();
+      if (step()) return next_plans();
+    }
+    finished_ = true;
+    // The fastest plan there is: every instruction at its fastest option, slack reclaimed. Units
+    // hide differences below one unit, so the last step's plans may be a little slower.
+    return {evaluate(Variant::kFastest)};
+  }
+  started_ = true;
+  return next_plans();
+}
+
+std::vector<FrontierPoint> FrontierSolver::next_plans() const {
+  std::vector<FrontierPoint> plans{evaluate(Variant::kFrugal)};
+  for (Variant variant : {Variant::kTight, Variant::kFillPlanned}) {
+    if (variant == Variant::kFillPlanned && !options_.reclaim_slack) continue;
+    FrontierPoint plan = evaluate(variant);
+    if (plan.assignment != plans.front().assignment) plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
+                        const SolverOptions& options,
+                        const std::function<void(const SolverProgress&)>& progress) {
+  FrontierSolver solver(table, schedule, options);
+  // Online Pareto set keyed by time: energies strictly fall as time grows.
+  std::map<double, FrontierPoint> front;
+  Frontier result;
+  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
+    if (progress && solver.stats().steps % 256 == 0) {
+      progress({solver.stats().steps, solver.planned_time_s(), &solver.stats()});
+    }
+    for (FrontierPoint& point : plans) {
+      ++result.total_points;
+      auto after = front.upper_bound(point.time_s);
+      if (after != front.begin() && std::prev(after)->second.energy_j <= point.energy_j) continue;
+      while (after != front.end() && after->second.energy_j >= point.energy_j) after = front.erase(after);
+      front.insert_or_assign(point.time_s, std::move(point));
+    }
+  }
+  for (auto& [time, point] : front) result.points.push_back(std::move(point));
+  result.stats = solver.stats();
+  return result;
+}
+
+}  // namespace kareus::pipeline

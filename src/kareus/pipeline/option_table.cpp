@@ -1,0 +1,74 @@
+#include "kareus/pipeline/option_table.hpp"
+
+#include <fmt/format.h>
+
+#include "kareus/core/csv.hpp"
+#include "kareus/core/error.hpp"
+
+namespace kareus::pipeline {
+
+std::string_view to_string(InstructionType type) {
+  return type == InstructionType::kForward ? "forward" : "backward";
+}
+
+std::optional<InstructionType> parse_instruction_type(std::string_view text) {
+  if (text == "forward") return InstructionType::kForward;
+  if (text == "backward") return InstructionType::kBackward;
+  return std::nullopt;
+}
+
+OptionTable read_option_table(const std::filesystem::path& path, int num_stages) {
+  if (num_stages < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", num_stages));
+  CsvTable csv = read_csv(path);
+  const std::size_t stage_col = csv.require_column("stage");
+  const std::size_t type_col = csv.require_column("instruction");
+  const std::size_t freq_col = csv.require_column("frequency");
+  const std::size_t time_col = csv.require_column("time");
+  const std::size_t energy_col = csv.require_column("energy");
+  std::vector<std::size_t> knob_cols;
+  for (std::size_t c = 0; c < csv.header().size(); ++c) {
+    if (c != stage_col && c != type_col && c != freq_col && c != time_col && c != energy_col) {
+      knob_cols.push_back(c);
+    }
+  }
+
+  OptionTable table;
+  table.options.resize(static_cast<std::size_t>(num_stages));
+  for (std::size_t row = 0; row < csv.rows(); ++row) {
+    long stage = csv.integer(row, stage_col);
+    if (stage < 0 || stage >= num_stages) {
+      csv.fail(row, stage_col,
+               fmt::format("stage {} is outside 0..{} (--stages {})", stage, num_stages - 1,
+                           num_stages));
+    }
+    auto type = parse_instruction_type(csv.text(row, type_col));
+    if (!type) {
+      csv.fail(row, type_col,
+               fmt::format("'{}' is not an instruction (forward or backward)", csv.text(row, type_col)));
+    }
+    StageOption option;
+    option.freq_mhz = csv.positive(row, freq_col);
+    option.time_s = csv.positive(row, time_col);
+    option.energy_j = csv.positive(row, energy_col);
+    if (!knob_cols.empty()) {
+      option.knob = nlohmann::json::object();
+      for (std::size_t c : knob_cols) option.knob[csv.header()[c]] = csv.text(row, c);
+    }
+    table.at(static_cast<int>(stage), *type).push_back(std::move(option));
+  }
+  validate_option_table(table, path.string());
+  return table;
+}
+
+void validate_option_table(const OptionTable& table, const std::string& source) {
+  for (int stage = 0; stage < table.num_stages(); ++stage) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      if (table.at(stage, type).empty()) {
+        throw InputError({source, 0, 0, "instruction"},
+                         fmt::format("stage {} has no {} options", stage, to_string(type)));
+      }
+    }
+  }
+}
+
+}  // namespace kareus::pipeline

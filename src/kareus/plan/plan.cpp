@@ -1,0 +1,159 @@
+#include "kareus/plan/plan.hpp"
+
+#include <fmt/format.h>
+
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+
+namespace kareus::plan {
+
+using pipeline::InstructionType;
+
+std::string energy_scope_for(int num_stages) {
+  return fmt::format(
+      "one GPU per pipeline stage ({} GPU{}), idle time charged at P_blocking", num_stages,
+      num_stages == 1 ? "" : "s");
+}
+
+Plan make_plan(const pipeline::OptionTable& table, const pipeline::InstructionDag& dag,
+               const pipeline::FrontierPoint& point, const PlanContext& context) {
+  KAREUS_CHECK(point.assignment.size() == dag.num_nodes(), "plan assignment size differs from DAG");
+  Plan plan;
+  plan.schedule = context.schedule;
+  plan.num_stages = table.num_stages();
+  plan.num_microbatches = context.num_microbatches;
+  plan.p_blocking_w = context.p_blocking_w;
+  plan.unit_time_s = context.unit_time_s;
+  plan.energy_scope = energy_scope_for(plan.num_stages);
+  plan.time_s = point.time_s;
+  plan.energy_j = point.energy_j;
+  plan.source = context.source;
+  plan.stages.resize(static_cast<std::size_t>(plan.num_stages));
+  for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
+    const pipeline::Instruction& ins = dag.instruction(v);
+    const pipeline::StageOption& o = table.at(ins.stage, ins.type).at(point.assignment[v]);
+    plan.stages[static_cast<std::size_t>(ins.stage)].push_back(
+        {ins.type, ins.microbatch, o.freq_mhz, o.knob, o.time_s, o.energy_j});
+  }
+  return plan;
+}
+
+nlohmann::json to_json(const Plan& plan) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    nlohmann::json instructions = nlohmann::json::array();
+    for (const PlannedInstruction& i : plan.stages[s]) {
+      nlohmann::json entry = {{"type", pipeline::to_string(i.type)},
+                              {"microbatch", i.microbatch},
+                              {"freq_mhz", i.freq_mhz},
+                              {"time_s", i.time_s},
+                              {"energy_j", i.energy_j}};
+      if (!i.knob.is_null()) entry["knob"] = i.knob;
+      instructions.push_back(std::move(entry));
+    }
+    stages.push_back({{"stage", s}, {"instructions", std::move(instructions)}});
+  }
+  nlohmann::json out = {{"format", kPlanFormat},
+                        {"version", kPlanFormatVersion},
+                        {"schedule", pipeline::to_string(plan.schedule)},
+                        {"num_stages", plan.num_stages},
+                        {"num_microbatches", plan.num_microbatches},
+                        {"p_blocking_w", plan.p_blocking_w},
+                        {"unit_time_s", plan.unit_time_s},
+                        {"energy_scope", plan.energy_scope},
+                        {"time_s", plan.time_s},
+                        {"energy_j", plan.energy_j}};
+  if (!plan.source.is_null()) out["source"] = plan.source;
+  out["stages"] = std::move(stages);
+  return out;
+}
+
+namespace {
+
+// Reads one field with its JSON path in every error.
+template <typename T>
+T field(const nlohmann::json& object, const std::string& key, const std::string& path,
+        const std::string& source) {
+  std::string where = path.empty() ? key : path + "." + key;
+  if (!object.is_object() || !object.contains(key)) {
+    throw InputError({source, 0, 0, where}, "missing");
+  }
+  try {
+    return object.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError({source, 0, 0, where},
+                     fmt::format("has the wrong type ({})", object.at(key).type_name()));
+  }
+}
+
+}  // namespace
+
+Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
+  Plan plan;
+  if (field<std::string>(json, "format", "", source) != kPlanFormat) {
+    throw InputError({source, 0, 0, "format"}, fmt::format("expected \"{}\"", kPlanFormat));
+  }
+  int version = field<int>(json, "version", "", source);
+  if (version != kPlanFormatVersion) {
+    throw InputError({source, 0, 0, "version"},
+                     fmt::format("version {} is not supported (this build reads {})", version,
+                                 kPlanFormatVersion));
+  }
+  auto schedule = pipeline::parse_schedule_kind(field<std::string>(json, "schedule", "", source));
+  if (!schedule) throw InputError({source, 0, 0, "schedule"}, "expected \"1f1b\" or \"gpipe\"");
+  plan.schedule = *schedule;
+  plan.num_stages = field<int>(json, "num_stages", "", source);
+  plan.num_microbatches = field<int>(json, "num_microbatches", "", source);
+  plan.p_blocking_w = field<double>(json, "p_blocking_w", "", source);
+  plan.unit_time_s = field<double>(json, "unit_time_s", "", source);
+  plan.energy_scope = field<std::string>(json, "energy_scope", "", source);
+  plan.time_s = field<double>(json, "time_s", "", source);
+  plan.energy_j = field<double>(json, "energy_j", "", source);
+  if (json.contains("source")) plan.source = json.at("source");
+  auto stages = field<nlohmann::json>(json, "stages", "", source);
+  if (!stages.is_array() || static_cast<int>(stages.size()) != plan.num_stages) {
+    throw InputError({source, 0, 0, "stages"},
+                     fmt::format("expected an array of num_stages = {} entries", plan.num_stages));
+  }
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    std::string stage_path = fmt::format("stages[{}]", s);
+    auto instructions = field<nlohmann::json>(stages[s], "instructions", stage_path, source);
+    if (!instructions.is_array()) {
+      throw InputError({source, 0, 0, stage_path + ".instructions"}, "expected an array");
+    }
+    std::vector<PlannedInstruction> list;
+    for (std::size_t k = 0; k < instructions.size(); ++k) {
+      std::string path = fmt::format("{}.instructions[{}]", stage_path, k);
+      const auto& entry = instructions[k];
+      PlannedInstruction ins;
+      auto type = pipeline::parse_instruction_type(field<std::string>(entry, "type", path, source));
+      if (!type) throw InputError({source, 0, 0, path + ".type"}, "expected \"forward\" or \"backward\"");
+      ins.type = *type;
+      ins.microbatch = field<int>(entry, "microbatch", path, source);
+      ins.freq_mhz = field<double>(entry, "freq_mhz", path, source);
+      ins.time_s = field<double>(entry, "time_s", path, source);
+      ins.energy_j = field<double>(entry, "energy_j", path, source);
+      if (entry.contains("knob")) ins.knob = entry.at("knob");
+      list.push_back(std::move(ins));
+    }
+    plan.stages.push_back(std::move(list));
+  }
+  return plan;
+}
+
+void write_plan(const Plan& plan, const std::filesystem::path& path) {
+  write_file_atomic(path, to_json(plan).dump(1) + "\n");
+}
+
+Plan read_plan(const std::filesystem::path& path) {
+  std::string text = read_text_file(path);
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
+  }
+  return plan_from_json(json, path.string());
+}
+
+}  // namespace kareus::plan

@@ -1,0 +1,70 @@
+// A pipeline plan: for every stage, its instructions in run order with the clock, the knob and the
+// (time, energy) of the option each one takes. Read and written as the documented `kareus-plan`
+// JSON format (docs/plan-format.md), which the runtime loads inside a training job.
+//
+// Example:
+//   Plan plan = make_plan(table, solver.dag(), point, {.schedule = ScheduleKind::k1F1B, ...});
+//   write_plan(plan, "plan.json");
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kareus/pipeline/dag.hpp"
+#include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/option_table.hpp"
+#include "kareus/pipeline/schedule.hpp"
+
+namespace kareus::plan {
+
+inline constexpr const char* kPlanFormat = "kareus-plan";
+inline constexpr int kPlanFormatVersion = 1;
+
+struct PlannedInstruction {
+  pipeline::InstructionType type = pipeline::InstructionType::kForward;
+  int microbatch = 0;
+  double freq_mhz = 0;
+  nlohmann::json knob;  // null when the option has none (a Perseus plan)
+  double time_s = 0;
+  double energy_j = 0;
+  bool operator==(const PlannedInstruction&) const = default;
+};
+
+struct Plan {
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int num_stages = 0;
+  int num_microbatches = 0;
+  double p_blocking_w = 0;
+  double unit_time_s = 0;
+  std::string energy_scope;  // which GPUs the energy covers
+  double time_s = 0;
+  double energy_j = 0;
+  nlohmann::json source;  // where the options came from (free-form, for people)
+  std::vector<std::vector<PlannedInstruction>> stages;  // per stage, run order
+  bool operator==(const Plan&) const = default;
+};
+
+// The energy-scope sentence every plan and frontier carries.
+std::string energy_scope_for(int num_stages);
+
+struct PlanContext {
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int num_microbatches = 0;
+  double p_blocking_w = 0;
+  double unit_time_s = 0;
+  nlohmann::json source;
+};
+
+Plan make_plan(const pipeline::OptionTable& table, const pipeline::InstructionDag& dag,
+               const pipeline::FrontierPoint& point, const PlanContext& context);
+
+nlohmann::json to_json(const Plan& plan);
+// Throws InputError naming the JSON path at fault (e.g. stages[1].instructions[3].freq_mhz).
+Plan plan_from_json(const nlohmann::json& json, const std::string& source);
+
+void write_plan(const Plan& plan, const std::filesystem::path& path);
+Plan read_plan(const std::filesystem::path& path);
+
+}  // namespace kareus::plan
