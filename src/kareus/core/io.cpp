@@ -30,7 +30,9 @@ std::string read_text_file(const std::filesystem::path& path) {
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
   std::filesystem::path parent = path.parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) throw Error(fmt::format("{}: cannot create directory: {}", parent.string(), ec.message()));
   std::filesystem::path temp = path;
   temp += fmt::format(".tmp.{}", ::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -4,8 +4,6 @@
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 
 #include "kareus/core/error.hpp"
-#include <cstdio>
-#include <cstdlib>
 
 namespace kareus::pipeline {
 namespace {
@@ -37,8 +35,6 @@ struct MinCutSolver::Impl {
   std::vector<bool> reached_;
   std::vector<std::int64_t> previous_capacity;
   bool has_flow = false;
-  long cold_starts = 0, warm_hits = 0, cold_runs = 0;
-  ~Impl() { if (std::getenv("KAREUS_DEBUG_CUT")) fprintf(stderr, "warm %ld cold %ld failed-warm %ld\n", warm_hits, cold_runs, cold_starts); }
 
   // Vertices reachable from the source through arcs with residual capacity.
   void reach() {
@@ -141,7 +137,6 @@ struct MinCutSolver::Impl {
       }
       reach();
       warm = !reached[t];
-      if (!warm) ++cold_starts;
     }
     if (!warm) {
       auto index = boost::get(boost::edge_index, graph);
@@ -153,7 +148,6 @@ struct MinCutSolver::Impl {
       reach();
     }
     has_flow = true;
-    if (warm) ++warm_hits; else ++cold_runs;
     previous_capacity = capacity;
     std::int64_t flow = 0;
     for (auto [it, end] = boost::out_edges(s, graph); it != end; ++it) {

@@ -1,0 +1,58 @@
+// Frontier solver speed: `make bench` (or build/bench/kareus_bench). Reports wall time per full
+// frontier, the solver steps and max-flow solves, and the process's peak resident memory.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <random>
+
+#include "kareus/pipeline/frontier_solver.hpp"
+
+namespace {
+
+using namespace kareus::pipeline;
+const std::filesystem::path kProfiles = std::filesystem::path(KAREUS_DATA_DIR) / "perseus-sosp24" / "stage_profile";
+
+void run(benchmark::State& state, const OptionTable& table, int stages, int microbatches, double unit_s) {
+  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
+  Frontier frontier;
+  for (auto _ : state) {
+    frontier = solve_frontier(table, schedule, {.p_blocking_w = 83.64, .unit_time_s = unit_s});
+    benchmark::DoNotOptimize(frontier.points.data());
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["steps"] = static_cast<double>(frontier.stats.steps);
+  state.counters["maxflows"] = static_cast<double>(frontier.stats.cut_computations);
+  state.counters["points"] = static_cast<double>(frontier.points.size());
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+void Gpt3M96(benchmark::State& state) {
+  run(state, read_option_table(kProfiles / "gpt3-175b+a100_sxm_bf16.csv", 8), 8, 96, 1e-3);
+}
+
+void BloomM96TenthMs(benchmark::State& state) {
+  run(state, read_option_table(kProfiles / "bloom+a100_sxm_bf16.csv", 8), 8, 96, 1e-4);
+}
+
+// 8 stages × 128 microbatches with per-stage profiles drawn around the GPT-3 one.
+void Synthetic8x128(benchmark::State& state) {
+  OptionTable base = read_option_table(kProfiles / "gpt3-175b+a100_sxm_bf16.csv", 8);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> scale(0.9, 1.1);
+  for (auto& stage : base.options) {
+    for (auto& options : stage) {
+      double s = scale(rng);
+      for (auto& o : options) o.time_s *= s, o.energy_j *= s;
+    }
+  }
+  run(state, base, 8, 128, 1e-3);
+}
+
+}  // namespace
+
+BENCHMARK(Gpt3M96)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(Synthetic8x128)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BloomM96TenthMs)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_MAIN();
