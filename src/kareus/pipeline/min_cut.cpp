@@ -33,7 +33,7 @@ struct MinCutSolver::Impl {
   std::vector<std::int64_t> distance, balance;
   std::vector<std::size_t> queue;
   std::vector<bool> reached_;
-  std::vector<std::int64_t> previous_capacity;
+  std::vector<std::int64_t> previous_capacity, start_residual;
   bool has_flow = false;
 
   // Vertices reachable from the source through arcs with residual capacity.
@@ -83,6 +83,7 @@ struct MinCutSolver::Impl {
     }
     capacity.assign(m, 0);
     residual.assign(m, 0);
+    start_residual.assign(m, 0);
     predecessor.resize(n);
     color.resize(n);
     distance.resize(n);
@@ -121,32 +122,36 @@ struct MinCutSolver::Impl {
       if (balance[v] < 0) capacity[edge_of[helper]] = -balance[v], constant += balance[v];
       if (balance[v] > 0) capacity[edge_of[helper + 2]] = balance[v];
     }
-    // Warm start: the previous maximum flow, if it fits the new capacities and leaves no augmenting
-    // path, is still maximum, and its residual reachability is still a minimum cut.
+    // Warm start: the previous maximum flow, when it fits the new capacities, is kept and only
+    // augmented: Boykov–Kolmogorov runs on its residual network, usually finding few or no paths.
+    // Otherwise the flow starts from zero.
     bool warm = has_flow;
-    if (warm) {
-      for (std::size_t e = 0; e < capacity.size() && warm; ++e) {
-        std::int64_t flow_e = previous_capacity[e] - residual[e];
-        warm = flow_e <= capacity[e];
-      }
+    for (std::size_t e = 0; e < capacity.size() && warm; ++e) {
+      warm = previous_capacity[e] - residual[e] <= capacity[e];
     }
-    std::vector<bool>& reached = reached_;
-    if (warm) {
-      for (std::size_t e = 0; e < capacity.size(); ++e) {
-        residual[e] = capacity[e] - (previous_capacity[e] - residual[e]);
-      }
-      reach();
-      warm = !reached[t];
-    }
-    if (!warm) {
-      auto index = boost::get(boost::edge_index, graph);
+    const auto index = boost::get(boost::edge_index, graph);
+    auto max_flow_on = [&](std::vector<std::int64_t>& start_capacity) {
       boost::boykov_kolmogorov_max_flow(
-          graph, boost::make_iterator_property_map(capacity.begin(), index),
+          graph, boost::make_iterator_property_map(start_capacity.begin(), index),
           boost::make_iterator_property_map(residual.begin(), index),
           boost::make_iterator_property_map(reverse.begin(), index), predecessor.data(),
           color.data(), distance.data(), boost::get(boost::vertex_index, graph), s, t);
+    };
+    if (warm) {
+      for (std::size_t e = 0; e < capacity.size(); ++e) {
+        start_residual[e] = capacity[e] - (previous_capacity[e] - residual[e]);
+      }
+      residual = start_residual;
+      reach();
+      if (reached_[t]) {
+        max_flow_on(start_residual);
+        reach();
+      }
+    } else {
+      max_flow_on(capacity);
       reach();
     }
+    std::vector<bool>& reached = reached_;
     has_flow = true;
     previous_capacity = capacity;
     std::int64_t flow = 0;
