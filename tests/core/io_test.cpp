@@ -99,6 +99,19 @@ TEST_F(IoTest, WriteReplacesExistingFile) {
   EXPECT_EQ(entries, 1u);
 }
 
+TEST_F(IoTest, WriteIgnoresAStaleTemporary) {
+  // A temporary left by an earlier, killed process whose id this one now has.
+  auto path = dir_ / "out.txt";
+  auto stale = path;
+  stale += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(stale, std::ios::binary);
+    out << "stale content from a crashed run, longer than the new content";
+  }
+  write_file_atomic(path, "fresh");
+  EXPECT_EQ(slurp(path), "fresh");
+}
+
 TEST_F(IoTest, WriteCreatesParentDirectories) {
   auto path = dir_ / "a" / "b" / "c" / "out.txt";
   write_file_atomic(path, "deep");
@@ -121,6 +134,9 @@ TEST_F(IoTest, WriteUnderARegularFileThrowsKareusError) {
   auto blocker = dir_ / "file";
   { std::ofstream out(blocker); }
   EXPECT_THROW(write_file_atomic(blocker / "sub" / "out.txt", "x"), Error);
+  EXPECT_THROW(write_file_atomic(blocker / "out.txt", "x"), Error);
+  EXPECT_TRUE(fs::is_regular_file(blocker));
+  EXPECT_TRUE(temp_files_under(dir_).empty());
 }
 
 TEST_F(IoTest, ReadReturnsExactContent) {

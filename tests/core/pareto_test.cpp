@@ -315,6 +315,9 @@ TEST(SampleEvenly, HandExamples) {
             (std::vector<TimeEnergy>{frontier[0], frontier[2], frontier[4]}));
   EXPECT_EQ(sample_evenly(frontier, 2), (std::vector<TimeEnergy>{frontier[0], frontier[4]}));
   EXPECT_EQ(sample_evenly(frontier, 1), (std::vector<TimeEnergy>{frontier[0]}));
+  // 6 points, 4 samples: targets 0, 5/3, 10/3, 5 round to 0, 2, 3, 5.
+  auto six = staircase(6);
+  EXPECT_EQ(sample_evenly(six, 4), (std::vector<TimeEnergy>{six[0], six[2], six[3], six[5]}));
   EXPECT_EQ(sample_evenly(frontier, 5), frontier);
   EXPECT_EQ(sample_evenly(frontier, 50), frontier);
   EXPECT_TRUE(sample_evenly(frontier, 0).empty());
@@ -339,7 +342,15 @@ RC_GTEST_PROP(SampleEvenlyProperty, EndsCountOrderAndSpacing, ()) {
   RC_ASSERT(index.front() == 0u);
   if (count >= 2) RC_ASSERT(index.back() == n - 1);
   for (std::size_t k = 1; k < index.size(); ++k) RC_ASSERT(index[k] > index[k - 1]);
-  // Evenly: consecutive gaps differ by at most one.
+  // Evenly: the k-th sample is the index nearest to k·(n−1)/(count−1) ...
+  if (index.size() >= 2) {
+    const long span = static_cast<long>(n) - 1, steps = static_cast<long>(index.size()) - 1;
+    for (std::size_t k = 0; k < index.size(); ++k) {
+      long twice_error = 2 * (static_cast<long>(index[k]) * steps - static_cast<long>(k) * span);
+      RC_ASSERT(std::abs(twice_error) <= steps);
+    }
+  }
+  // ... so consecutive gaps differ by at most one.
   if (index.size() >= 3) {
     std::size_t lo = std::numeric_limits<std::size_t>::max(), hi = 0;
     for (std::size_t k = 1; k < index.size(); ++k) {

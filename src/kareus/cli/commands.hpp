@@ -10,5 +10,10 @@ namespace kareus::cli {
 using Action = std::function<int()>;
 
 Action register_frontier(CLI::App& app);
+Action register_partitions(CLI::App& app);
+Action register_evaluate(CLI::App& app);
+Action register_replay(CLI::App& app);
+Action register_hw(CLI::App& app);
+Action register_export(CLI::App& app);
 
 }  // namespace kareus::cli

@@ -21,6 +21,11 @@ int main(int argc, char** argv) {
     actions.emplace_back(app.get_subcommands({})[before], std::move(action));
   };
   add(kareus::cli::register_frontier);
+  add(kareus::cli::register_partitions);
+  add(kareus::cli::register_evaluate);
+  add(kareus::cli::register_replay);
+  add(kareus::cli::register_hw);
+  add(kareus::cli::register_export);
 
   try {
     app.parse(argc, argv);

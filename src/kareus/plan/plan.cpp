@@ -86,6 +86,21 @@ T field(const nlohmann::json& object, const std::string& key, const std::string&
   }
 }
 
+// An integer field, rejected unless it is a JSON integer within [min, max].
+int integer_field(const nlohmann::json& object, const std::string& key, const std::string& path,
+                  const std::string& source, long min, long max) {
+  std::string where = path.empty() ? key : path + "." + key;
+  const auto value = field<nlohmann::json>(object, key, path, source);
+  if (!value.is_number_integer()) {
+    throw InputError({source, 0, 0, where}, fmt::format("expected an integer, got {}", value.dump()));
+  }
+  const auto number = value.get<long long>();
+  if (number < min || number > max) {
+    throw InputError({source, 0, 0, where}, fmt::format("{} is outside {}..{}", number, min, max));
+  }
+  return static_cast<int>(number);
+}
+
 }  // namespace
 
 Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
@@ -93,7 +108,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
   if (field<std::string>(json, "format", "", source) != kPlanFormat) {
     throw InputError({source, 0, 0, "format"}, fmt::format("expected \"{}\"", kPlanFormat));
   }
-  int version = field<int>(json, "version", "", source);
+  int version = integer_field(json, "version", "", source, 0, 1 << 30);
   if (version != kPlanFormatVersion) {
     throw InputError({source, 0, 0, "version"},
                      fmt::format("version {} is not supported (this build reads {})", version,
@@ -102,8 +117,8 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
   auto schedule = pipeline::parse_schedule_kind(field<std::string>(json, "schedule", "", source));
   if (!schedule) throw InputError({source, 0, 0, "schedule"}, "expected \"1f1b\" or \"gpipe\"");
   plan.schedule = *schedule;
-  plan.num_stages = field<int>(json, "num_stages", "", source);
-  plan.num_microbatches = field<int>(json, "num_microbatches", "", source);
+  plan.num_stages = integer_field(json, "num_stages", "", source, 1, 1 << 20);
+  plan.num_microbatches = integer_field(json, "num_microbatches", "", source, 1, 1 << 20);
   plan.p_blocking_w = field<double>(json, "p_blocking_w", "", source);
   plan.unit_time_s = field<double>(json, "unit_time_s", "", source);
   plan.energy_scope = field<std::string>(json, "energy_scope", "", source);
@@ -129,7 +144,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
       auto type = pipeline::parse_instruction_type(field<std::string>(entry, "type", path, source));
       if (!type) throw InputError({source, 0, 0, path + ".type"}, "expected \"forward\" or \"backward\"");
       ins.type = *type;
-      ins.microbatch = field<int>(entry, "microbatch", path, source);
+      ins.microbatch = integer_field(entry, "microbatch", path, source, 0, plan.num_microbatches - 1);
       ins.freq_mhz = field<double>(entry, "freq_mhz", path, source);
       ins.time_s = field<double>(entry, "time_s", path, source);
       ins.energy_j = field<double>(entry, "energy_j", path, source);
@@ -145,7 +160,7 @@ void write_plan(const Plan& plan, const std::filesystem::path& path) {
   write_file_atomic(path, to_json(plan).dump(1) + "\n");
 }
 
-Plan read_plan(const std::filesystem::path& path) {
+Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index) {
   std::string text = read_text_file(path);
   nlohmann::json json;
   try {
@@ -153,6 +168,20 @@ Plan read_plan(const std::filesystem::path& path) {
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
   }
+  if (json.is_object() && json.value("format", "") == "kareus-plan-set") {
+    const auto plans = json.value("plans", nlohmann::json::array());
+    if (!index) {
+      throw InputError({path.string(), 0, 0, ""},
+                       fmt::format("holds {} plans; choose one with --index 0..{}", plans.size(),
+                                   plans.empty() ? 0 : plans.size() - 1));
+    }
+    if (*index >= plans.size()) {
+      throw InputError({path.string(), 0, 0, "plans"},
+                       fmt::format("index {} is out of range: the set holds {} plans", *index, plans.size()));
+    }
+    return plan_from_json(plans[*index], fmt::format("{} plans[{}]", path.string(), *index));
+  }
+  if (index) throw InputError({path.string(), 0, 0, ""}, "holds a single plan; --index applies to plan sets");
   return plan_from_json(json, path.string());
 }
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,8 @@ nlohmann::json to_json(const Plan& plan);
 Plan plan_from_json(const nlohmann::json& json, const std::string& source);
 
 void write_plan(const Plan& plan, const std::filesystem::path& path);
-Plan read_plan(const std::filesystem::path& path);
+// Reads a kareus-plan file, or plan `index` of a kareus-plan-set file (as `kareus frontier --out`
+// writes); a set without an index, or an index out of range, is an InputError.
+Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index = std::nullopt);
 
 }  // namespace kareus::plan
