@@ -1,5 +1,8 @@
-// The `kareus` command's subcommands. Each registers its flags on the app and returns the action
-// to run after parsing; the actions are thin: they parse, call the modules, and print or write.
+// The `kareus` command's subcommands. Each src/kareus/cli/<name>_command.cpp defines
+//   Action register_<name>(CLI::App& app);
+// which adds the subcommand's flags to `app` and returns the action to run after parsing. The build
+// lists those files (generated kareus/cli/command_list.inc), so adding a command edits nothing else.
+// Actions are thin: they parse, call the modules, and print or write.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,11 +12,8 @@ namespace kareus::cli {
 
 using Action = std::function<int()>;
 
-Action register_frontier(CLI::App& app);
-Action register_partitions(CLI::App& app);
-Action register_evaluate(CLI::App& app);
-Action register_replay(CLI::App& app);
-Action register_hw(CLI::App& app);
-Action register_export(CLI::App& app);
+#define KAREUS_COMMAND(name) Action register_##name(CLI::App& app);
+#include "kareus/cli/command_list.inc"
+#undef KAREUS_COMMAND
 
 }  // namespace kareus::cli

@@ -20,12 +20,9 @@ int main(int argc, char** argv) {
     kareus::cli::Action action = register_fn(app);
     actions.emplace_back(app.get_subcommands({})[before], std::move(action));
   };
-  add(kareus::cli::register_frontier);
-  add(kareus::cli::register_partitions);
-  add(kareus::cli::register_evaluate);
-  add(kareus::cli::register_replay);
-  add(kareus::cli::register_hw);
-  add(kareus::cli::register_export);
+#define KAREUS_COMMAND(name) add(kareus::cli::register_##name);
+#include "kareus/cli/command_list.inc"
+#undef KAREUS_COMMAND
 
   try {
     app.parse(argc, argv);
