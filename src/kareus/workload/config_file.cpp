@@ -1,0 +1,81 @@
+#include "kareus/workload/config_file.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+
+namespace kareus::workload {
+namespace {
+
+nlohmann::json scalar(const std::string& text, bool quoted) {
+  if (quoted) return text;
+  if (text == "true" || text == "True") return true;
+  if (text == "false" || text == "False") return false;
+  if (text == "~" || text == "null") return nullptr;
+  long integer = 0;
+  auto [iend, iec] = std::from_chars(text.data(), text.data() + text.size(), integer);
+  if (!text.empty() && iec == std::errc() && iend == text.data() + text.size()) return integer;
+  double number = 0;
+  auto [dend, dec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (!text.empty() && dec == std::errc() && dend == text.data() + text.size()) return number;
+  return text;
+}
+
+nlohmann::json to_json(const YAML::Node& node, const std::string& source) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return scalar(node.Scalar(), node.Tag() == "!");
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : node) out.push_back(to_json(item, source));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& item : node) {
+        const std::string key = item.first.as<std::string>();
+        if (out.contains(key)) {
+          throw InputError({source, item.first.Mark().line + 1L, 0, key}, "appears twice");
+        }
+        out[key] = to_json(item.second, source);
+      }
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+nlohmann::json read_config_document(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  const std::string source = path.string();
+  nlohmann::json doc;
+  if (path.extension() == ".json") {
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError({source, 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
+    }
+  } else {
+    try {
+      doc = to_json(YAML::Load(text), source);
+    } catch (const YAML::Exception& e) {
+      throw InputError({source, e.mark.line >= 0 ? e.mark.line + 1L : 0L,
+                        e.mark.column >= 0 ? e.mark.column + 1L : 0L, ""},
+                       fmt::format("not valid YAML: {}", e.msg));
+    }
+  }
+  if (!doc.is_object())
+    throw InputError({source, 0, 0, ""}, "expected a mapping of keys to values");
+  return doc;
+}
+
+}  // namespace kareus::workload

@@ -1,0 +1,60 @@
+// Job description files: JSON and YAML read into the same document.
+#include "kareus/workload/config_file.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "workload/test_util.hpp"
+
+namespace kareus::workload {
+namespace {
+
+using testing::Contains;
+using testing::input_error_of;
+
+class ConfigFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("kareus-config-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path write(const std::string& name, const std::string& content) {
+    std::ofstream(dir_ / name) << content;
+    return dir_ / name;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigFile, YamlAndJsonGiveTheSameDocument) {
+  auto yaml =
+      read_config_document(write("a.yaml",
+                                 "model: qwen3-1.7b\ntp: 4\ncp: 2\nlayers_per_stage: [15, 13]\n"
+                                 "checkpointing: none\nratio: 1.5\nflag: true\nname: '42'\n"));
+  auto json = read_config_document(write("a.json", R"({"model": "qwen3-1.7b", "tp": 4, "cp": 2,
+      "layers_per_stage": [15, 13], "checkpointing": "none", "ratio": 1.5, "flag": true, "name": "42"})"));
+  EXPECT_EQ(yaml, json);
+  EXPECT_TRUE(yaml["tp"].is_number_integer());
+  EXPECT_TRUE(yaml["name"].is_string());
+}
+
+TEST_F(ConfigFile, SyntaxErrorsNameFileAndLine) {
+  std::string yaml =
+      input_error_of([&] { read_config_document(write("b.yaml", "tp: 4\nmodel: [unclosed\n")); });
+  EXPECT_TRUE(Contains(yaml, "b.yaml:"));
+  EXPECT_TRUE(Contains(yaml, "not valid YAML"));
+  std::string json = input_error_of([&] { read_config_document(write("b.json", "{\"tp\": }")); });
+  EXPECT_TRUE(Contains(json, "not valid JSON"));
+  EXPECT_TRUE(Contains(input_error_of([&] { read_config_document(write("c.yaml", "- 1\n- 2\n")); }),
+                       "expected a mapping"));
+  EXPECT_TRUE(
+      Contains(input_error_of([&] { read_config_document(write("d.yaml", "tp: 1\ntp: 2\n")); }),
+               "appears twice"));
+  EXPECT_FALSE(input_error_of([&] { read_config_document(dir_ / "missing.yaml"); }).empty());
+}
+
+}  // namespace
+}  // namespace kareus::workload
