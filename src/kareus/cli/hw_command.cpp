@@ -1,0 +1,222 @@
+// `kareus hw`: GPU presets and their power/performance model.
+//   hw show --gpu NAME                 the preset and its model curves
+//   hw check --gpu NAME --profile F    the model's shapes against a measured stage profile
+//   hw fit --base-gpu NAME --profile F --out G.json   calibrate the power model to a profile
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "kareus/cli/commands.hpp"
+#include "kareus/core/io.hpp"
+#include "kareus/hardware/calibration.hpp"
+#include "kareus/hardware/gpu.hpp"
+#include "kareus/hardware/stage_model.hpp"
+
+namespace kareus::cli {
+namespace {
+
+struct HwFlags {
+  std::string gpu;
+  std::vector<std::string> profiles;
+  std::string base_gpu;
+  std::string out;
+  std::string name, display_name, source;
+};
+
+std::string describe_clocks(const hardware::GpuSpec& gpu) {
+  const auto& c = gpu.sm_clocks_mhz;
+  std::string steps;
+  if (c.size() >= 2) {
+    std::set<double> gaps;
+    for (std::size_t i = 1; i < c.size(); ++i)
+      gaps.insert(std::round((c[i] - c[i - 1]) * 1000) / 1000);
+    if (gaps.size() == 1) steps = fmt::format(" in {:g} MHz steps", *gaps.begin());
+  }
+  return fmt::format("{:g}-{:g} MHz, {} clocks{}", gpu.min_clock_mhz(), gpu.max_clock_mhz, c.size(),
+                     steps);
+}
+
+// A handful of supported clocks from min to max, the knee among them.
+std::vector<double> show_clocks(const hardware::GpuSpec& gpu) {
+  std::set<double> clocks;
+  constexpr int kPoints = 8;
+  for (int i = 0; i < kPoints; ++i) {
+    double f = gpu.min_clock_mhz() + (gpu.max_clock_mhz - gpu.min_clock_mhz()) * i / (kPoints - 1);
+    clocks.insert(gpu.nearest_clock_mhz(f));
+  }
+  clocks.insert(gpu.nearest_clock_mhz(gpu.power.knee_clock_mhz));
+  return {clocks.begin(), clocks.end()};
+}
+
+int run_show(const HwFlags& flags) {
+  const hardware::GpuSpec gpu = hardware::load_gpu(flags.gpu);
+  const hardware::PowerModel& p = gpu.power;
+  fmt::print("{} ({})\n", gpu.display_name, gpu.name);
+  fmt::print("  {:<18} {}\n", "SMs", gpu.sms);
+  fmt::print("  {:<18} {}\n", "SM clocks", describe_clocks(gpu));
+  fmt::print("  {:<18} {:.1f} TFLOP/s dense bf16 at {:g} MHz\n", "peak", gpu.peak_bf16_flops / 1e12,
+             gpu.max_clock_mhz);
+  fmt::print("  {:<18} {:g} GB/s\n", "HBM bandwidth", gpu.hbm_bandwidth_bps / 1e9);
+  fmt::print("  {:<18} {:g} GB/s per direction\n", "NVLink bandwidth",
+             gpu.nvlink_bandwidth_bps / 1e9);
+  fmt::print("  {:<18} {:g} W\n", "TDP", gpu.tdp_w);
+  fmt::print("  {:<18} {:g} W (P_blocking: a GPU blocked on P2P)\n", "static power",
+             gpu.static_power_w);
+  fmt::print("  {:<18} V {:.3f} V up to {:g} MHz, linear to {:.3f} V at {:g} MHz\n", "voltage",
+             p.v_min_v, p.knee_clock_mhz, p.v_max_v, gpu.max_clock_mhz);
+  fmt::print("  {:<18} C_compute {:.4g} nF, C_copy {:.4g} nF, C_idle {:.4g} nF (P = C V^2 f)\n",
+             "SM capacitance", p.compute_capacitance_nf, p.copy_capacitance_nf,
+             p.idle_sm_capacitance_nf);
+  fmt::print("  {:<18} HBM {:g} pJ/B, NVLink {:g} pJ/B\n", "traffic energy", p.hbm_pj_per_byte,
+             p.nvlink_pj_per_byte);
+  fmt::print("  {:<18} {}\n", "source", gpu.source);
+  if (!gpu.calibration.is_null()) {
+    const auto& c = gpu.calibration;
+    fmt::print(
+        "  {:<18} {} points; time error median {:.2f}% max {:.2f}%, power error median {:.2f}% max "
+        "{:.2f}%\n",
+        "calibration", c.value("points", 0), c.value("time_err_median_pct", 0.0),
+        c.value("time_err_max_pct", 0.0), c.value("power_err_median_pct", 0.0),
+        c.value("power_err_max_pct", 0.0));
+  }
+
+  fmt::print("\nModel curves (a model, not a measurement; power of one GPU)\n");
+  fmt::print(
+      "  full load: every SM at GEMM peak, HBM at full bandwidth; stage: the model's transformer "
+      "stage, time relative to max clock\n");
+  fmt::print("  {:>9} {:>9} {:>12} {:>12} {:>13} {:>10}\n", "clock_mhz", "voltage_v", "peak_tflops",
+             "full_load_w", "stage_power_w", "stage_time");
+  const double top_time = hardware::model_transformer_stage(gpu, gpu.max_clock_mhz).time_rel;
+  for (double f : show_clocks(gpu)) {
+    const auto stage = hardware::model_transformer_stage(gpu, f);
+    fmt::print("  {:>9g} {:>9.3f} {:>12.1f} {:>12.1f} {:>13.1f} {:>10.3f}\n", f,
+               hardware::voltage_v(gpu, f), hardware::peak_flops_at(gpu, f) / 1e12,
+               hardware::power_w(gpu, f, hardware::full_load_activity(gpu)), stage.power_w,
+               stage.time_rel / top_time);
+  }
+  return 0;
+}
+
+std::vector<hardware::ProfileCurve> read_profiles(const std::vector<std::string>& paths) {
+  std::vector<hardware::ProfileCurve> curves;
+  for (const auto& path : paths) {
+    auto more = hardware::read_stage_profile(path);
+    curves.insert(curves.end(), more.begin(), more.end());
+  }
+  return curves;
+}
+
+void print_rows(const hardware::ShapeCheck& check) {
+  fmt::print("{:<36} {:>5} {:<9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}\n", "profile", "stage",
+             "instr", "clock_mhz", "time_meas", "time_mod", "time_err", "power_meas", "power_mod",
+             "power_err");
+  for (const auto& r : check.rows) {
+    fmt::print(
+        "{:<36} {:>5} {:<9} {:>9g} {:>9.4f} {:>9.4f} {:>7.2f}% {:>9.4f} {:>9.4f} {:>7.2f}%\n",
+        std::filesystem::path(r.source).filename().string(), r.stage, r.instruction, r.freq_mhz,
+        r.measured_time_ratio, r.model_time_ratio, 100 * r.time_err(), r.measured_power_ratio,
+        r.model_power_ratio, 100 * r.power_err());
+  }
+}
+
+int run_check(const HwFlags& flags) {
+  const hardware::GpuSpec gpu = hardware::load_gpu(flags.gpu);
+  const auto curves = read_profiles(flags.profiles);
+  const hardware::ShapeCheck check = hardware::check_shape(gpu, curves);
+  fmt::print(
+      "Shape check of {} against {} measured curve(s): time and average power at each clock over "
+      "their values at the curve's highest clock, model = the transformer stage model (a model, "
+      "not "
+      "a measurement); nothing fitted\n",
+      gpu.name, curves.size());
+  print_rows(check);
+  fmt::print("{}\n", hardware::summary_line(check.summary));
+  return 0;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                          "-_./+=:,@") == std::string::npos) {
+    return s;
+  }
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+int run_fit(const HwFlags& flags) {
+  const hardware::GpuSpec base = hardware::load_gpu(flags.base_gpu);
+  const auto curves = read_profiles(flags.profiles);
+  hardware::FitResult fit = hardware::fit_power_model(base, curves);
+
+  std::string command = "kareus hw fit --base-gpu " + shell_quote(flags.base_gpu);
+  for (const auto& p : flags.profiles) command += " --profile " + shell_quote(p);
+  if (!flags.name.empty()) command += " --name " + shell_quote(flags.name);
+  if (!flags.display_name.empty()) command += " --display-name " + shell_quote(flags.display_name);
+  if (!flags.source.empty()) command += " --source " + shell_quote(flags.source);
+  command += " --out " + shell_quote(flags.out);
+
+  hardware::GpuSpec& gpu = fit.gpu;
+  if (!flags.name.empty()) gpu.name = flags.name;
+  if (!flags.display_name.empty()) gpu.display_name = flags.display_name;
+  if (!flags.source.empty()) gpu.source = flags.source;
+  gpu.calibration["command"] = command;
+  hardware::validate(gpu, flags.out);
+  write_file_atomic(flags.out, hardware::to_json(gpu).dump(2) + "\n");
+
+  const hardware::PowerModel& p = gpu.power;
+  fmt::print("Fitted the power model of {} to {} measured curve(s) ({} model evaluations)\n",
+             base.name, curves.size(), fit.evaluations);
+  fmt::print(
+      "  knee {:g} MHz, V_min {:g} V, V_max {:g} V, C_compute {:g} nF, C_idle {:g} nF, C_copy {:g} "
+      "nF\n",
+      p.knee_clock_mhz, p.v_min_v, p.v_max_v, p.compute_capacitance_nf, p.idle_sm_capacitance_nf,
+      p.copy_capacitance_nf);
+  fmt::print("Wrote {}\n", flags.out);
+  fmt::print("{}\n", hardware::summary_line(fit.check.summary));
+  return 0;
+}
+
+}  // namespace
+
+Action register_hw(CLI::App& app) {
+  auto flags = std::make_shared<HwFlags>();
+  CLI::App* hw = app.add_subcommand("hw", "GPU presets and their DVFS power/performance model");
+  hw->require_subcommand(1);
+  const std::string gpu_help = "GPU preset name (see data/gpus/) or path to a GPU JSON file";
+
+  CLI::App* show = hw->add_subcommand("show", "Print a GPU preset and its model curves");
+  show->add_option("--gpu", flags->gpu, gpu_help)->required();
+
+  CLI::App* check = hw->add_subcommand(
+      "check", "Hold a GPU's model against a measured Perseus-format stage profile (fits nothing)");
+  check->add_option("--gpu", flags->gpu, gpu_help)->required();
+  check
+      ->add_option("--profile", flags->profiles,
+                   "CSV with columns stage,instruction,frequency,time,energy (repeatable)")
+      ->required();
+
+  CLI::App* fit = hw->add_subcommand(
+      "fit", "Fit a GPU's power model to a measured stage profile and write a calibrated GPU JSON");
+  fit->add_option("--base-gpu", flags->base_gpu,
+                  "GPU whose spec sheet the fitted GPU keeps: " + gpu_help)
+      ->required();
+  fit->add_option("--profile", flags->profiles,
+                  "CSV with columns stage,instruction,frequency,time,energy (repeatable)")
+      ->required();
+  fit->add_option("--out", flags->out, "GPU JSON file to write")->required();
+  fit->add_option("--name", flags->name, "Preset id of the fitted GPU (default: the base's)");
+  fit->add_option("--display-name", flags->display_name, "Display name (default: the base's)");
+  fit->add_option("--source", flags->source, "Source note of the fitted GPU (default: the base's)");
+
+  return [flags, show, check, fit] {
+    if (show->parsed()) return run_show(*flags);
+    if (check->parsed()) return run_check(*flags);
+    if (fit->parsed()) return run_fit(*flags);
+    return 2;
+  };
+}
+
+}  // namespace kareus::cli

@@ -1,0 +1,330 @@
+// GPU descriptions as JSON files: reading with errors that name file and field, writing, presets.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+#include "kareus/core/paths.hpp"
+#include "kareus/hardware/gpu.hpp"
+
+namespace kareus::hardware {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Reads fields of one JSON object, remembering which it used so unknown (misspelt) keys are caught.
+class Fields {
+ public:
+  Fields(const json& object, std::string source, std::string prefix)
+      : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {
+    if (!object_.is_object()) fail("", "expected a JSON object");
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    std::string field = prefix_.empty() ? key : (key.empty() ? prefix_ : prefix_ + "." + key);
+    throw InputError({source_, 0, 0, field}, message);
+  }
+
+  const json* find(const std::string& key) {
+    used_.insert(key);
+    auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
+  }
+  const json& require(const std::string& key) {
+    const json* value = find(key);
+    if (!value) fail(key, "missing");
+    return *value;
+  }
+
+  std::string text(const std::string& key) {
+    const json& v = require(key);
+    if (!v.is_string() || v.get<std::string>().empty()) fail(key, "expected a non-empty string");
+    return v.get<std::string>();
+  }
+  double number(const std::string& key) {
+    const json& v = require(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>())) fail(key, "expected a finite number");
+    return v.get<double>();
+  }
+  double positive(const std::string& key) {
+    double x = number(key);
+    if (!(x > 0)) fail(key, fmt::format("must be positive, got {}", x));
+    return x;
+  }
+  double non_negative(const std::string& key) {
+    double x = number(key);
+    if (!(x >= 0)) fail(key, fmt::format("must be >= 0, got {}", x));
+    return x;
+  }
+  int count(const std::string& key) {
+    const json& v = require(key);
+    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1'000'000) {
+      fail(key, "expected a positive integer");
+    }
+    return static_cast<int>(v.get<long long>());
+  }
+
+  // Every key of the object must have been asked for.
+  void reject_unknown() const {
+    for (const auto& [key, value] : object_.items()) {
+      if (!used_.contains(key)) fail(key, "unknown field");
+    }
+  }
+
+ private:
+  const json& object_;
+  std::string source_;
+  std::string prefix_;
+  std::set<std::string> used_;
+};
+
+std::vector<double> read_clocks(Fields& fields, const std::string& source) {
+  const json& v = fields.require("sm_clocks_mhz");
+  std::vector<double> clocks;
+  if (v.is_object()) {
+    // {"min": 210, "max": 1410, "step": 15}: the usual evenly stepped table.
+    Fields range(v, source, "sm_clocks_mhz");
+    double lo = range.positive("min"), hi = range.positive("max"), step = range.positive("step");
+    range.reject_unknown();
+    if (hi < lo) range.fail("max", fmt::format("{} is below min {}", hi, lo));
+    double steps = (hi - lo) / step;
+    if (std::abs(steps - std::round(steps)) > 1e-6) {
+      range.fail("step", fmt::format("{} does not divide max - min = {}", step, hi - lo));
+    }
+    if (steps > 100'000) range.fail("step", "too many clocks");
+    for (long k = 0; k <= std::lround(steps); ++k)
+      clocks.push_back(lo + static_cast<double>(k) * step);
+    clocks.back() = hi;
+  } else if (v.is_array()) {
+    for (const json& c : v) {
+      if (!c.is_number() || !std::isfinite(c.get<double>())) {
+        fields.fail("sm_clocks_mhz", "expected numbers (MHz)");
+      }
+      clocks.push_back(c.get<double>());
+    }
+  } else {
+    fields.fail("sm_clocks_mhz", "expected a list of clocks or {\"min\", \"max\", \"step\"}");
+  }
+  return clocks;
+}
+
+PowerModel read_power_model(const json& v, const std::string& source) {
+  Fields f(v, source, "power_model");
+  PowerModel p;
+  p.knee_clock_mhz = f.positive("knee_clock_mhz");
+  p.v_min_v = f.positive("v_min_v");
+  p.v_max_v = f.positive("v_max_v");
+  p.compute_capacitance_nf = f.positive("compute_capacitance_nf");
+  p.copy_capacitance_nf = f.non_negative("copy_capacitance_nf");
+  p.idle_sm_capacitance_nf = f.non_negative("idle_sm_capacitance_nf");
+  p.hbm_pj_per_byte = f.non_negative("hbm_pj_per_byte");
+  p.nvlink_pj_per_byte = f.non_negative("nvlink_pj_per_byte");
+  f.reject_unknown();
+  return p;
+}
+
+// 1-based line and column of a byte offset, for JSON syntax errors.
+std::pair<long, long> line_column(const std::string& text, std::size_t byte) {
+  long line = 1, column = 1;
+  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// Whole numbers are written as integers (1410, not 1410.0) so preset files stay readable.
+json number_json(double x) {
+  if (std::isfinite(x) && std::abs(x) < 1e15 && x == std::round(x))
+    return static_cast<long long>(x);
+  return x;
+}
+
+json clocks_json(const std::vector<double>& clocks) {
+  if (clocks.size() >= 3) {
+    double step = clocks[1] - clocks[0];
+    bool even = step > 0;
+    for (std::size_t i = 1; even && i < clocks.size(); ++i) {
+      even = std::abs(clocks[i] - (clocks[0] + static_cast<double>(i) * step)) < 1e-9;
+    }
+    if (even) {
+      return json{{"min", number_json(clocks.front())},
+                  {"max", number_json(clocks.back())},
+                  {"step", number_json(step)}};
+    }
+  }
+  json list = json::array();
+  for (double c : clocks) list.push_back(number_json(c));
+  return list;
+}
+
+}  // namespace
+
+void validate(const GpuSpec& gpu, const std::string& source) {
+  auto fail = [&](const std::string& field, const std::string& message) {
+    throw InputError({source, 0, 0, field}, message);
+  };
+  if (gpu.name.empty()) fail("name", "must not be empty");
+  if (gpu.sms < 1) fail("sms", "must be at least 1");
+  if (gpu.sm_clocks_mhz.empty()) fail("sm_clocks_mhz", "must list at least one clock");
+  for (std::size_t i = 0; i < gpu.sm_clocks_mhz.size(); ++i) {
+    double c = gpu.sm_clocks_mhz[i];
+    if (!(std::isfinite(c) && c > 0))
+      fail("sm_clocks_mhz", fmt::format("clock {} is not positive", c));
+    if (i > 0 && !(c > gpu.sm_clocks_mhz[i - 1])) {
+      fail("sm_clocks_mhz",
+           fmt::format("must be strictly ascending ({} after {})", c, gpu.sm_clocks_mhz[i - 1]));
+    }
+  }
+  if (gpu.max_clock_mhz != gpu.sm_clocks_mhz.back()) {
+    fail("max_clock_mhz", fmt::format("{} differs from the highest listed clock {}",
+                                      gpu.max_clock_mhz, gpu.sm_clocks_mhz.back()));
+  }
+  auto positive = [&](const std::string& field, double x) {
+    if (!(std::isfinite(x) && x > 0)) fail(field, fmt::format("must be positive, got {}", x));
+  };
+  // Fields are named as in GPU JSON files.
+  positive("peak_bf16_tflops", gpu.peak_bf16_flops);
+  positive("hbm_bandwidth_gb_per_s", gpu.hbm_bandwidth_bps);
+  positive("nvlink_bandwidth_gb_per_s_per_direction", gpu.nvlink_bandwidth_bps);
+  positive("tdp_w", gpu.tdp_w);
+  if (!(std::isfinite(gpu.static_power_w) && gpu.static_power_w >= 0 &&
+        gpu.static_power_w < gpu.tdp_w)) {
+    fail("static_power_w",
+         fmt::format("must be in [0, tdp_w = {}), got {}", gpu.tdp_w, gpu.static_power_w));
+  }
+  const PowerModel& p = gpu.power;
+  if (!(p.knee_clock_mhz >= gpu.min_clock_mhz() && p.knee_clock_mhz <= gpu.max_clock_mhz)) {
+    fail("power_model.knee_clock_mhz",
+         fmt::format("{} outside the clock range [{}, {}] MHz", p.knee_clock_mhz,
+                     gpu.min_clock_mhz(), gpu.max_clock_mhz));
+  }
+  positive("power_model.v_min_v", p.v_min_v);
+  if (!(std::isfinite(p.v_max_v) && p.v_max_v >= p.v_min_v)) {
+    fail("power_model.v_max_v",
+         fmt::format("must be at least v_min_v = {}, got {}", p.v_min_v, p.v_max_v));
+  }
+  positive("power_model.compute_capacitance_nf", p.compute_capacitance_nf);
+  auto non_negative = [&](const std::string& field, double x) {
+    if (!(std::isfinite(x) && x >= 0)) fail(field, fmt::format("must be >= 0, got {}", x));
+  };
+  non_negative("power_model.copy_capacitance_nf", p.copy_capacitance_nf);
+  non_negative("power_model.idle_sm_capacitance_nf", p.idle_sm_capacitance_nf);
+  non_negative("power_model.hbm_pj_per_byte", p.hbm_pj_per_byte);
+  non_negative("power_model.nvlink_pj_per_byte", p.nvlink_pj_per_byte);
+}
+
+GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
+  Fields f(doc, source, "");
+  GpuSpec gpu;
+  gpu.name = f.text("name");
+  gpu.display_name = f.text("display_name");
+  gpu.source = f.text("source");
+  gpu.sms = f.count("sms");
+  gpu.sm_clocks_mhz = read_clocks(f, source);
+  gpu.max_clock_mhz = gpu.sm_clocks_mhz.empty() ? 0 : gpu.sm_clocks_mhz.back();
+  // Files use the spec sheets' units; GpuSpec holds base units.
+  gpu.peak_bf16_flops = f.positive("peak_bf16_tflops") * 1e12;
+  gpu.hbm_bandwidth_bps = f.positive("hbm_bandwidth_gb_per_s") * 1e9;
+  gpu.nvlink_bandwidth_bps = f.positive("nvlink_bandwidth_gb_per_s_per_direction") * 1e9;
+  gpu.tdp_w = f.positive("tdp_w");
+  gpu.static_power_w = f.non_negative("static_power_w");
+  gpu.power = read_power_model(f.require("power_model"), source);
+  if (const json* calibration = f.find("calibration")) {
+    if (!calibration->is_object()) f.fail("calibration", "expected a JSON object");
+    gpu.calibration = *calibration;
+  }
+  f.reject_unknown();
+  validate(gpu, source);
+  return gpu;
+}
+
+GpuSpec load_gpu_spec(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    auto [line, column] = line_column(text, e.byte);
+    std::string what = e.what();
+    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 3, column 5: "
+    auto colon = what.find(": ");
+    throw InputError(
+        {path.string(), line, column, ""},
+        "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+  }
+  return gpu_spec_from_json(doc, path.string());
+}
+
+std::vector<std::string> gpu_preset_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir() / "gpus", ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+GpuSpec load_gpu_preset(std::string_view name) {
+  const auto names = gpu_preset_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw InputError(fmt::format(
+        "unknown GPU '{}'; known GPUs: {}", name,
+        names.empty() ? std::string("none (no presets in ") + (data_dir() / "gpus").string() + ")"
+                      : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  const auto path = data_dir() / "gpus" / (std::string(name) + ".json");
+  GpuSpec gpu = load_gpu_spec(path);
+  if (gpu.name != name) {
+    throw InputError({path.string(), 0, 0, "name"},
+                     fmt::format("'{}' differs from the file name '{}'", gpu.name, name));
+  }
+  return gpu;
+}
+
+GpuSpec load_gpu(std::string_view name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string_view::npos ||
+                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  return is_path ? load_gpu_spec(std::filesystem::path(name_or_path))
+                 : load_gpu_preset(name_or_path);
+}
+
+json to_json(const GpuSpec& gpu) {
+  const PowerModel& p = gpu.power;
+  json doc = {
+      {"name", gpu.name},
+      {"display_name", gpu.display_name},
+      {"source", gpu.source},
+      {"sms", gpu.sms},
+      {"sm_clocks_mhz", clocks_json(gpu.sm_clocks_mhz)},
+      {"peak_bf16_tflops", number_json(gpu.peak_bf16_flops / 1e12)},
+      {"hbm_bandwidth_gb_per_s", number_json(gpu.hbm_bandwidth_bps / 1e9)},
+      {"nvlink_bandwidth_gb_per_s_per_direction", number_json(gpu.nvlink_bandwidth_bps / 1e9)},
+      {"tdp_w", number_json(gpu.tdp_w)},
+      {"static_power_w", number_json(gpu.static_power_w)},
+      {"power_model",
+       {{"knee_clock_mhz", number_json(p.knee_clock_mhz)},
+        {"v_min_v", number_json(p.v_min_v)},
+        {"v_max_v", number_json(p.v_max_v)},
+        {"compute_capacitance_nf", number_json(p.compute_capacitance_nf)},
+        {"copy_capacitance_nf", number_json(p.copy_capacitance_nf)},
+        {"idle_sm_capacitance_nf", number_json(p.idle_sm_capacitance_nf)},
+        {"hbm_pj_per_byte", number_json(p.hbm_pj_per_byte)},
+        {"nvlink_pj_per_byte", number_json(p.nvlink_pj_per_byte)}}},
+  };
+  if (!gpu.calibration.is_null()) doc["calibration"] = gpu.calibration;
+  return doc;
+}
+
+}  // namespace kareus::hardware

@@ -1,0 +1,46 @@
+// The model's representative transformer pipeline stage: a fixed mix of GEMM/attention work that is
+// compute-bound at low clocks but runs into an HBM floor near max clock, plus memory-bound
+// element-wise ops (norms, activations, residuals). Its time and average power against the clock
+// are what `kareus hw check` holds against measured stage profiles, and what `kareus hw fit` fits
+// the power model to. It knows no workload: shares are of the stage's time, floors relative to
+// each op's compute time, so the same mix applies to any GPU.
+//
+// Why a floor on the GEMMs: large GEMM kernels pick tiles that put them near the GPU's machine
+// balance, so at the top clocks their operand traffic, not the tensor cores, sets the pace;
+// measured A100 stages speed up almost as 1/f at low clocks and barely at all near 1410 MHz.
+//
+// Thread-safety: pure functions on immutable data.
+// Example:
+//   StageSample lo = model_transformer_stage(gpu, 1005), hi = model_transformer_stage(gpu, 1410);
+//   double slowdown = lo.time_rel / hi.time_rel, power_ratio = lo.power_w / hi.power_w;
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "kareus/hardware/gpu.hpp"
+
+namespace kareus::hardware {
+
+struct StageOp {
+  std::string_view name;
+  double compute_share = 0;    // compute-bound time at max clock, as a share of the stage
+  double hbm_floor_ratio = 0;  // HBM-bound time over compute-bound time at max clock
+  double efficiency = 0;       // fraction of peak FLOP/s reached while compute-bound
+};
+
+// The fixed mix (shares sum to about 0.91: the element-wise ops are HBM-bound).
+std::span<const StageOp> transformer_stage_ops();
+
+struct StageSample {
+  double freq_mhz = 0;
+  double time_rel = 0;  // stage time in units of its compute share at max clock; use ratios
+  double power_w = 0;   // average power over the stage, static included
+};
+
+// Each op takes max(compute_share · f_max / f, compute_share · hbm_floor_ratio) and draws
+// power_w() with all SMs computing at intensity efficiency · (compute time / op time) and HBM at
+// the floor's share of its bandwidth.
+StageSample model_transformer_stage(const GpuSpec& gpu, double freq_mhz);
+
+}  // namespace kareus::hardware
