@@ -1,0 +1,121 @@
+// `kareus evaluate`: what one knob of one partition costs, with the timeline behind it when the
+// evaluator is the simulated GPU.
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "kareus/cli/commands.hpp"
+#include "kareus/cli/workload_flags.hpp"
+#include "kareus/core/error.hpp"
+#include "kareus/evaluate/simulated.hpp"
+#include "kareus/evaluate/table.hpp"
+#include "kareus/workload/partition.hpp"
+
+namespace kareus::cli {
+namespace {
+
+struct EvaluateFlags {
+  WorkloadFlags workload;
+  std::string partition;
+  std::optional<double> freq_mhz;
+  std::optional<int> sms;
+  std::string slot{workload::kSequentialSlot};
+  std::string evaluator = "sim";
+};
+
+constexpr int kDefaultSms = 20;
+
+void print_timeline(const evaluate::Timeline& t, const workload::Partition& p, int sms) {
+  fmt::print(
+      "\nTimeline (the collective holds {} SMs while it runs; HBM share < 1 = contention):\n", sms);
+  fmt::print("  {:>9} {:>9}  {:<22} {:<11} {:>9} {:>9} {:>8}\n", "start ms", "end ms", "compute",
+             "collective", "HBM share", "HBM GB/s", "power W");
+  for (const auto& ph : t.phases) {
+    fmt::print("  {:>9.4f} {:>9.4f}  {:<22} {:<11} {:>9.2f} {:>9.0f} {:>8.1f}\n", ph.start_s * 1e3,
+               ph.end_s * 1e3, ph.op >= 0 ? p.ops[static_cast<std::size_t>(ph.op)].name : "-",
+               ph.collective ? (ph.link_bytes_per_s > 0 ? "moving" : "launching") : "-",
+               ph.hbm_share, ph.hbm_bytes_per_s / 1e9, ph.power_w);
+  }
+  fmt::print("  compute ends at {:.4f} ms", t.compute_end_s * 1e3);
+  if (p.collective) {
+    fmt::print("; collective {:.4f}-{:.4f} ms", t.collective_start_s * 1e3,
+               t.collective_end_s * 1e3);
+  }
+  fmt::print("\n");
+}
+
+int run_evaluate(const EvaluateFlags& flags) {
+  const ResolvedWorkload w = resolve_workload(flags.workload);
+  auto partitions = workload::build_partitions(w.model, w.parallel);
+  for (int s = 0; s < w.parallel.pp; ++s) {
+    for (auto& extra : workload::non_partition_work(w.model, w.parallel, s)) {
+      bool seen = false;
+      for (const auto& p : partitions) seen = seen || p.key == extra.key;
+      if (!seen) partitions.push_back(std::move(extra));
+    }
+  }
+  const workload::Partition& partition = workload::find_partition(partitions, flags.partition);
+  const workload::Knob knob{flags.freq_mhz.value_or(w.gpu.max_clock_mhz),
+                            flags.sms.value_or(partition.collective ? kDefaultSms : 0), flags.slot};
+
+  std::unique_ptr<evaluate::EvaluatorImpl> impl;
+  const evaluate::SimulatedEvaluator* sim = nullptr;
+  if (flags.evaluator == "sim") {
+    auto s = std::make_unique<evaluate::SimulatedEvaluator>(w.gpu);
+    sim = s.get();
+    impl = std::move(s);
+  } else if (flags.evaluator.starts_with("table:") && flags.evaluator.size() > 6) {
+    auto table = std::make_unique<evaluate::TableEvaluator>(w.gpu);
+    table->add_file(flags.evaluator.substr(6), flags.partition);
+    impl = std::move(table);
+  } else {
+    throw InputError({"", 0, 0, "--evaluator"},
+                     fmt::format("expected sim or table:FILE, got '{}'", flags.evaluator));
+  }
+  evaluate::Evaluator evaluator(std::move(impl));
+  const evaluate::EvalResult r = evaluator.evaluate(partition, knob);
+  if (!r.ok()) throw InputError(fmt::format("{}: {}", evaluate::to_string(r.status), r.message));
+
+  const bool model = evaluator.provenance() == evaluate::Provenance::kModel;
+  fmt::print("{}\n", describe(w));
+  fmt::print("{} at {} MHz, {} SMs for the collective, slot {}{}\n", partition.key, knob.freq_mhz,
+             knob.sms, knob.slot,
+             knob.sequential() && partition.collective
+                 ? " (sequential: collective after the compute)"
+                 : "");
+  fmt::print("Evaluator: {} ({})\n", evaluator.name(),
+             model ? "the simulated GPU model: a model, not a measurement" : "measured samples");
+  const double static_j = w.gpu.static_power_w * r.time_s;
+  fmt::print("  time            {:10.4f} ms\n", r.time_s * 1e3);
+  fmt::print("  energy          {:10.4f} J per GPU (one of {} GPUs)\n", r.energy_j,
+             w.parallel.gpus());
+  fmt::print("    dynamic       {:10.4f} J (energy - static: the work's effective energy)\n",
+             r.energy_j - static_j);
+  fmt::print("    static        {:10.4f} J ({} W x time)\n", static_j, w.gpu.static_power_w);
+  fmt::print("  average power   {:10.1f} W\n", r.energy_j / r.time_s);
+  if (sim) print_timeline(sim->timeline(partition, knob), partition, knob.sms);
+  return 0;
+}
+
+}  // namespace
+
+Action register_evaluate(CLI::App& app) {
+  auto flags = std::make_shared<EvaluateFlags>();
+  CLI::App* cmd = app.add_subcommand("evaluate", "Time and energy of one partition under one knob");
+  add_workload_flags(*cmd, flags->workload);
+  cmd->add_option("--partition", flags->partition, "Partition key (see kareus partitions)")
+      ->required();
+  cmd->add_option("--freq", flags->freq_mhz, "SM clock in MHz (default: the GPU's highest)");
+  cmd->add_option(
+      "--sms", flags->sms,
+      fmt::format("SMs for the collective, 1..SMs-1 (default {}; 0 without a collective)",
+                  kDefaultSms));
+  cmd->add_option("--slot", flags->slot, "Launch slot, or none for the sequential schedule")
+      ->capture_default_str();
+  cmd->add_option("--evaluator", flags->evaluator,
+                  "sim (the simulated GPU) or table:FILE (measured samples)")
+      ->capture_default_str();
+  return [flags] { return run_evaluate(*flags); };
+}
+
+}  // namespace kareus::cli

@@ -1,0 +1,168 @@
+#include "kareus/cli/workload_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kareus/core/error.hpp"
+#include "kareus/workload/config_file.hpp"
+
+namespace kareus::cli {
+namespace {
+
+const std::vector<std::string>& workload_keys() {
+  static const std::vector<std::string> keys = {"model",
+                                                "gpu",
+                                                "tp",
+                                                "cp",
+                                                "pp",
+                                                "dp",
+                                                "mbs",
+                                                "seq",
+                                                "microbatches",
+                                                "checkpointing",
+                                                "layers_per_stage"};
+  return keys;
+}
+
+// The config key spelt as a flag, or a config key spelt with dashes, both map to the same key.
+std::string normalized(std::string key) {
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+}  // namespace
+
+void add_workload_flags(CLI::App& cmd, WorkloadFlags& f) {
+  auto& o = f.options;
+  cmd.add_option("--config", f.config,
+                 "Workload from a JSON or YAML file with the flags' names as keys");
+  o["model"] =
+      cmd.add_option("--model", f.model, "Model: a name under data/models/ or a .json file")
+          ->capture_default_str();
+  o["gpu"] = cmd.add_option("--gpu", f.gpu, "GPU preset (data/gpus/) or a .json file")
+                 ->capture_default_str();
+  o["tp"] = cmd.add_option("--tp", f.tp, "Tensor-parallel size")->capture_default_str();
+  o["cp"] = cmd.add_option("--cp", f.cp, "Context-parallel size")->capture_default_str();
+  o["pp"] = cmd.add_option("--pp", f.pp, "Pipeline-parallel size (stages)")->capture_default_str();
+  o["dp"] = cmd.add_option("--dp", f.dp, "Data-parallel size")->capture_default_str();
+  o["mbs"] = cmd.add_option("--mbs", f.mbs, "Microbatch size in sequences (even: two nanobatches)")
+                 ->capture_default_str();
+  o["seq"] = cmd.add_option("--seq", f.seq, "Sequence length in tokens")->capture_default_str();
+  o["microbatches"] = cmd.add_option("--microbatches", f.microbatches, "Microbatches per iteration")
+                          ->capture_default_str();
+  o["checkpointing"] =
+      cmd.add_option("--checkpointing", f.checkpointing, "Activation checkpointing: full or none")
+          ->capture_default_str();
+  o["layers_per_stage"] =
+      cmd.add_option("--layers-per-stage", f.layers_per_stage,
+                     "Layers of each stage, e.g. 15,13 (default: even, one layer moved "
+                     "from the last stage to the first)");
+}
+
+ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
+                                  const std::vector<std::string>& extra_keys) {
+  WorkloadFlags f = flags;
+  ResolvedWorkload out;
+  std::vector<int> config_layers;
+  if (!f.config.empty()) {
+    const nlohmann::json doc = workload::read_config_document(f.config);
+    auto given = [&](const std::string& key) {
+      auto it = flags.options.find(key);
+      return it != flags.options.end() && it->second && it->second->count() > 0;
+    };
+    for (const auto& [raw_key, value] : doc.items()) {
+      const std::string key = normalized(raw_key);
+      const InputLocation where{f.config, 0, 0, raw_key};
+      if (std::find(extra_keys.begin(), extra_keys.end(), raw_key) != extra_keys.end()) {
+        out.extra[raw_key] = value;
+        continue;
+      }
+      const auto& known = workload_keys();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::vector<std::string> all = known;
+        all.insert(all.end(), extra_keys.begin(), extra_keys.end());
+        throw InputError(where, fmt::format("unknown key; known keys: {}", fmt::join(all, ", ")));
+      }
+      if (given(key)) continue;  // the command line wins
+      auto text = [&]() -> std::string {
+        if (!value.is_string())
+          throw InputError(where, fmt::format("must be a string, got {}", value.dump()));
+        return value.get<std::string>();
+      };
+      auto integer = [&]() -> int {
+        if (!value.is_number_integer())
+          throw InputError(where, fmt::format("must be an integer, got {}", value.dump()));
+        return value.get<int>();
+      };
+      if (key == "model")
+        f.model = text();
+      else if (key == "gpu")
+        f.gpu = text();
+      else if (key == "tp")
+        f.tp = integer();
+      else if (key == "cp")
+        f.cp = integer();
+      else if (key == "pp")
+        f.pp = integer();
+      else if (key == "dp")
+        f.dp = integer();
+      else if (key == "mbs")
+        f.mbs = integer();
+      else if (key == "seq")
+        f.seq = integer();
+      else if (key == "microbatches")
+        f.microbatches = integer();
+      else if (key == "checkpointing")
+        f.checkpointing = text();
+      else if (key == "layers_per_stage") {
+        if (value.is_array()) {
+          for (const auto& n : value) {
+            if (!n.is_number_integer())
+              throw InputError(where, fmt::format("must list integers, got {}", value.dump()));
+            config_layers.push_back(n.get<int>());
+          }
+          if (config_layers.empty()) throw InputError(where, "must list each stage's layers");
+        } else {
+          f.layers_per_stage = text();
+        }
+      }
+    }
+  }
+
+  out.model = workload::load_model(f.model);
+  out.gpu = hardware::load_gpu(f.gpu);
+  workload::ParallelConfig p;
+  p.tp = f.tp;
+  p.cp = f.cp;
+  p.pp = f.pp;
+  p.dp = f.dp;
+  p.microbatch_size = f.mbs;
+  p.seq_len = f.seq;
+  p.microbatches = f.microbatches;
+  auto checkpointing = workload::parse_checkpointing(f.checkpointing);
+  if (!checkpointing) {
+    throw InputError({"", 0, 0, "--checkpointing"},
+                     fmt::format("expected full or none, got '{}'", f.checkpointing));
+  }
+  p.checkpointing = *checkpointing;
+  if (!f.layers_per_stage.empty()) {
+    p.layers_per_stage = workload::parse_layers_per_stage(f.layers_per_stage, "--layers-per-stage");
+  } else {
+    p.layers_per_stage = config_layers;
+  }
+  out.parallel = workload::validated(out.model, p);
+  return out;
+}
+
+std::string describe(const ResolvedWorkload& w) {
+  const auto& p = w.parallel;
+  return fmt::format(
+      "{} on {}: TP {}, CP {}, PP {} ({} layers), DP {}, mbs {}, seq {}, {} microbatches, "
+      "{} checkpointing",
+      w.model.display_name, w.gpu.display_name, p.tp, p.cp, p.pp,
+      fmt::join(p.layers_per_stage, "/"), p.dp, p.microbatch_size, p.seq_len, p.microbatches,
+      workload::to_string(p.checkpointing));
+}
+
+}  // namespace kareus::cli

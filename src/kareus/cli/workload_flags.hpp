@@ -1,0 +1,57 @@
+// The workload flags every command that takes a workload shares: --model --gpu --tp --cp --pp --dp
+// --mbs --seq --microbatches --checkpointing --layers-per-stage and --config FILE (JSON or YAML
+// with the same keys, layers-per-stage spelt layers_per_stage or as a list). A flag given on the
+// command line beats the config file, which beats the defaults: the first Kareus evaluation config
+// (Llama 3.2 3B, A100 SXM4 40GB, TP 8, CP 1, PP 2, DP 1, mbs 8, seq 4096, 8 microbatches, full
+// checkpointing, layers 15/13).
+//
+// Example:
+//   auto flags = std::make_shared<WorkloadFlags>();
+//   add_workload_flags(*cmd, *flags);
+//   ...after parsing: ResolvedWorkload w = resolve_workload(*flags);
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kareus/hardware/gpu.hpp"
+#include "kareus/workload/model.hpp"
+#include "kareus/workload/parallel.hpp"
+
+namespace kareus::cli {
+
+struct WorkloadFlags {
+  std::string config;
+  std::string model = "llama-3.2-3b";
+  std::string gpu = "a100-sxm4-40gb";
+  int tp = 8, cp = 1, pp = 2, dp = 1, mbs = 8, seq = 4096, microbatches = 8;
+  std::string checkpointing = "full";
+  std::string layers_per_stage;  // "15,13"; empty = the default split
+  // Config key -> its option, to tell a flag given on the command line from its default.
+  std::map<std::string, CLI::Option*> options;
+};
+
+void add_workload_flags(CLI::App& cmd, WorkloadFlags& flags);
+
+struct ResolvedWorkload {
+  workload::ModelSpec model;
+  workload::ParallelConfig parallel;  // validated, layers_per_stage filled in
+  hardware::GpuSpec gpu;
+  // The config file's keys named in `extra_keys` of resolve_workload (another command's settings).
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// Applies the config file and the flags, loads model and GPU, and validates. Throws InputError for
+// a config key that is neither a workload key nor in `extra_keys` (naming it and the known keys),
+// a value of the wrong type, an unknown model or GPU, or a bad parallel config.
+ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
+                                  const std::vector<std::string>& extra_keys = {});
+
+// "Llama 3.2 3B on NVIDIA A100 SXM4 40GB: TP 8, CP 1, PP 2 (15/13 layers), DP 1, mbs 8, seq 4096,
+// ..."
+std::string describe(const ResolvedWorkload& w);
+
+}  // namespace kareus::cli

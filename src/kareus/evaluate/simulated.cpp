@@ -1,0 +1,228 @@
+#include "kareus/evaluate/simulated.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::evaluate {
+namespace {
+
+using workload::CollectiveKind;
+using workload::ComputeOp;
+using workload::OpKind;
+using workload::Pass;
+
+double efficiency(const SimulationOptions& o, const ComputeOp& op) {
+  switch (op.kind) {
+    case OpKind::kGemm:
+      return o.gemm_efficiency;
+    case OpKind::kAttention:
+      return op.pass == Pass::kForward ? o.attention_fwd_efficiency : o.attention_bwd_efficiency;
+    default:
+      return o.memory_op_efficiency;
+  }
+}
+
+double hbm_per_wire_byte(const SimulationOptions& o, CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return o.all_reduce_hbm_per_wire_byte;
+    case CollectiveKind::kAllGather:
+      return o.all_gather_hbm_per_wire_byte;
+    case CollectiveKind::kReduceScatter:
+      return o.reduce_scatter_hbm_per_wire_byte;
+  }
+  return 0;
+}
+
+}  // namespace
+
+SimulatedEvaluator::SimulatedEvaluator(hardware::GpuSpec gpu, SimulationOptions options)
+    : gpu_(std::move(gpu)),
+      options_(options),
+      hbm_bps_(gpu_.hbm_bandwidth_bps * options.hbm_efficiency) {
+  KAREUS_CHECK(
+      gpu_.sms >= 2 && gpu_.max_clock_mhz > 0 && hbm_bps_ > 0 && gpu_.nvlink_bandwidth_bps > 0,
+      "the simulated GPU needs SMs, clocks, HBM and link bandwidth");
+}
+
+double SimulatedEvaluator::collective_rate_bps(double freq_mhz, int sms) const {
+  const double link = gpu_.nvlink_bandwidth_bps * options_.link_efficiency;
+  const double copy = sms * options_.copy_bytes_per_sm_cycle * freq_mhz * 1e6;
+  return std::min(link, copy);
+}
+
+template <bool kRecord>
+void SimulatedEvaluator::run(const workload::Partition& partition, double freq_mhz, int sms,
+                             long launch_op, bool with_compute, bool with_collective, Timeline* out,
+                             double& time_s, double& energy_j) const {
+  const double all_sms = gpu_.sms;
+  const double peak_flops = hardware::peak_flops_at(gpu_, freq_mhz);
+  const std::size_t n = with_compute ? partition.ops.size() : 0;
+  const workload::Collective* coll =
+      with_collective && partition.collective ? &*partition.collective : nullptr;
+  KAREUS_CHECK(!coll || (sms >= 1 && sms < gpu_.sms), "a collective needs 1..SMs-1 SMs");
+
+  // The collective first pays its launch and per-step latency (holding its SMs, moving nothing),
+  // then moves its bytes.
+  double coll_latency_s = 0, coll_bytes = 0, coll_rate = 0, coll_hbm_factor = 0;
+  if (coll) {
+    coll_latency_s =
+        options_.collective_launch_s + coll->ring_steps() * options_.ring_step_latency_s;
+    coll_bytes = coll->wire_bytes();
+    coll_rate = collective_rate_bps(freq_mhz, sms);
+    coll_hbm_factor = hbm_per_wire_byte(options_, coll->kind);
+  }
+  bool coll_active = false, coll_done = coll == nullptr;
+  std::size_t k = 0;
+  double op_left = 1;  // fraction of op k still to run
+  double t = 0, e = 0;
+  if constexpr (kRecord) {
+    if (n == 0) out->compute_end_s = 0;
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  while (true) {
+    if (!coll_active && !coll_done && static_cast<long>(k) >= launch_op) {
+      coll_active = true;
+      if constexpr (kRecord) out->collective_start_s = t;
+    }
+    const bool op_running = k < n;
+    if (!op_running && !coll_active) break;
+
+    hardware::Activity activity;
+    double op_time_s = 0, op_hbm_bps = 0, compute_time_s = 0, op_eff = 0, free_share = 1;
+    if (op_running) {
+      const ComputeOp& op = partition.ops[k];
+      free_share = coll_active ? (all_sms - sms) / all_sms : 1.0;
+      op_eff = efficiency(options_, op);
+      compute_time_s = op.flops / (peak_flops * free_share * op_eff);
+      op_time_s = std::max(compute_time_s, op.hbm_bytes / hbm_bps_) + options_.kernel_launch_s;
+      op_hbm_bps = op.hbm_bytes / op_time_s;
+    }
+    const bool moving = coll_active && coll_latency_s <= 0;
+    const double coll_link_bps = moving ? coll_rate : 0;
+    const double coll_hbm_bps = coll_link_bps * coll_hbm_factor;
+    // Contention: when compute and collective together ask for more than the HBM delivers, each
+    // gets its proportional share and runs at that share of its speed.
+    const double demand = op_hbm_bps + coll_hbm_bps;
+    const double share = demand > hbm_bps_ ? hbm_bps_ / demand : 1.0;
+
+    const double dt_op = op_running ? op_left * op_time_s / share : kInf;
+    const double dt_coll =
+        !coll_active ? kInf : (moving ? coll_bytes / (coll_link_bps * share) : coll_latency_s);
+    const double dt = std::min(dt_op, dt_coll);
+
+    if (op_running) {
+      activity.compute_sm_fraction = free_share;
+      activity.compute_intensity = std::min(1.0, op_eff * compute_time_s * share / op_time_s);
+    }
+    if (coll_active) activity.comm_sm_fraction = sms / all_sms;
+    activity.hbm_bytes_per_s = demand * share;
+    activity.link_bytes_per_s = 2 * coll_link_bps * share;  // sends and receives as much
+    const double power = hardware::power_w(gpu_, freq_mhz, activity);
+    if constexpr (kRecord) {
+      out->phases.push_back({t, t + dt, op_running ? static_cast<int>(k) : -1, coll_active, share,
+                             activity.hbm_bytes_per_s, activity.link_bytes_per_s, power});
+    }
+    t += dt;
+    e += power * dt;
+
+    if (op_running) {
+      if (dt_op <= dt) {
+        ++k;
+        op_left = 1;
+        if constexpr (kRecord) {
+          if (k == n) out->compute_end_s = t;
+        }
+      } else {
+        op_left -= dt * share / op_time_s;
+      }
+    }
+    if (coll_active) {
+      if (dt_coll <= dt) {
+        if (moving) {
+          coll_active = false;
+          coll_done = true;
+          if constexpr (kRecord) out->collective_end_s = t;
+        } else {
+          coll_latency_s = 0;
+        }
+      } else if (moving) {
+        coll_bytes -= dt * coll_link_bps * share;
+      } else {
+        coll_latency_s -= dt;
+      }
+    }
+  }
+  time_s = t;
+  energy_j = e;
+}
+
+EvalResult SimulatedEvaluator::compute_alone(const workload::Partition& partition,
+                                             double freq_mhz) const {
+  double t = 0, e = 0;
+  run<false>(partition, freq_mhz, 0, 0, true, false, nullptr, t, e);
+  return EvalResult::success(t, e);
+}
+
+EvalResult SimulatedEvaluator::collective_alone(const workload::Partition& partition,
+                                                double freq_mhz, int sms) const {
+  double t = 0, e = 0;
+  if (partition.collective) run<false>(partition, freq_mhz, sms, 0, false, true, nullptr, t, e);
+  return EvalResult::success(t, e);
+}
+
+EvalResult SimulatedEvaluator::evaluate(const workload::Partition& partition,
+                                        const workload::Knob& knob) const {
+  if (knob.sequential() || !partition.collective) {
+    const EvalResult compute = compute_alone(partition, knob.freq_mhz);
+    const EvalResult collective = collective_alone(partition, knob.freq_mhz, knob.sms);
+    return EvalResult::success(compute.time_s + collective.time_s,
+                               compute.energy_j + collective.energy_j);
+  }
+  const workload::LaunchSlot* slot = partition.find_slot(knob.slot);
+  KAREUS_CHECK(slot != nullptr, "the wrapper checks the slot");
+  double t = 0, e = 0;
+  run<false>(partition, knob.freq_mhz, knob.sms, static_cast<long>(slot->first_op), true, true,
+             nullptr, t, e);
+  return EvalResult::success(t, e);
+}
+
+Timeline SimulatedEvaluator::timeline(const workload::Partition& partition,
+                                      const workload::Knob& knob) const {
+  Timeline out;
+  if (knob.sequential() || !partition.collective) {
+    double tc = 0, ec = 0, tk = 0, ek = 0;
+    run<true>(partition, knob.freq_mhz, 0, 0, true, false, &out, tc, ec);
+    if (partition.collective) {
+      Timeline coll;
+      run<true>(partition, knob.freq_mhz, knob.sms, 0, false, true, &coll, tk, ek);
+      for (auto phase : coll.phases) {
+        phase.start_s += tc;
+        phase.end_s += tc;
+        out.phases.push_back(phase);
+      }
+      out.collective_start_s = tc + coll.collective_start_s;
+      out.collective_end_s = tc + coll.collective_end_s;
+    }
+    out.time_s = tc + tk;
+    out.energy_j = ec + ek;
+    return out;
+  }
+  const workload::LaunchSlot* slot = partition.find_slot(knob.slot);
+  if (!slot)
+    throw InputError({"", 0, 0, "slot"},
+                     "partition " + partition.key + " has no slot " + knob.slot);
+  run<true>(partition, knob.freq_mhz, knob.sms, static_cast<long>(slot->first_op), true, true, &out,
+            out.time_s, out.energy_j);
+  return out;
+}
+
+Evaluator make_simulated_evaluator(hardware::GpuSpec gpu, SimulationOptions options) {
+  return Evaluator(std::make_unique<SimulatedEvaluator>(std::move(gpu), options));
+}
+
+}  // namespace kareus::evaluate

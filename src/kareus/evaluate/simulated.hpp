@@ -1,0 +1,103 @@
+// The simulated GPU of ARCHITECTURE.md: a model, not a measurement. It runs a partition as an
+// event timeline. Compute ops run in order; op k with clock f and s_free SMs takes
+//   t_k = max(F_k / (peak(f) · s_free/S · eff_k), B_k / BW_hbm) + launch.
+// The collective launches just before its slot's op and takes its SMs from compute until it ends.
+// It moves NCCL's ring byte count at min(link, s · copy rate(f)): bandwidth grows with its SMs
+// until the link saturates, and each SM's copy rate is proportional to the clock. Its HBM traffic
+// (a few bytes per byte on the wire) contends with the op beside it: when the two together ask
+// for more than the HBM delivers, both slow in proportion, which is why a collective beside a
+// memory-bound op costs more than beside a GEMM. The partition ends when both are done. Energy
+// integrates hardware::power_w over the timeline's phases. The sequential knob ("none") is the
+// compute alone with every SM, then the collective alone, back to back.
+//
+// Thread-safety: immutable after construction; evaluate() and timeline() may run concurrently.
+// Example:
+//   SimulatedEvaluator sim(hardware::load_gpu_preset("a100-sxm4-40gb"));
+//   EvalResult r = sim.evaluate(partition, {1410, 12, "linear_0"});
+//   Timeline t = sim.timeline(partition, {1410, 12, "linear_0"});   // the phases, for display
+#pragma once
+
+#include <vector>
+
+#include "kareus/evaluate/evaluator.hpp"
+
+namespace kareus::evaluate {
+
+// The model's constants beyond the GPU's spec sheet. Defaults are for NVIDIA data-center GPUs with
+// NVLink/NVSwitch and NCCL's ring algorithm, set from public GEMM, FlashAttention-2 and NCCL
+// benchmark figures on A100; they are not fitted to any one measurement.
+struct SimulationOptions {
+  double gemm_efficiency = 0.80;           // large bf16 GEMMs, share of peak FLOP/s
+  double attention_fwd_efficiency = 0.65;  // causal FlashAttention-2 forward
+  double attention_bwd_efficiency = 0.55;  // and backward
+  double memory_op_efficiency = 0.10;  // FLOP-rate share of element-wise kernels (rarely binding)
+  double hbm_efficiency = 0.85;        // share of peak HBM bandwidth kernels reach
+  double kernel_launch_s = 3e-6;       // gap per compute kernel
+  double link_efficiency = 0.80;       // NCCL bus bandwidth over NVLink per direction
+  double copy_bytes_per_sm_cycle = 11.35;  // a collective's per-SM copy rate: 16 GB/s at 1410 MHz
+  double collective_launch_s = 10e-6;      // fixed cost of a collective kernel
+  double ring_step_latency_s = 2e-6;       // per ring step (handshake over the link)
+  // HBM bytes read + written per byte this GPU sends: receive buffer write, reduction reads and
+  // output writes.
+  double all_reduce_hbm_per_wire_byte = 3.0;
+  double all_gather_hbm_per_wire_byte = 2.0;
+  double reduce_scatter_hbm_per_wire_byte = 3.0;
+};
+
+// One interval in which nothing changes: which op runs (if any), whether the collective runs.
+struct TimelinePhase {
+  double start_s = 0;
+  double end_s = 0;
+  int op = -1;              // index into Partition::ops, -1 = no compute
+  bool collective = false;  // the collective occupies its SMs
+  double hbm_share = 1;     // < 1: the two contend for HBM and each runs at this share of its speed
+  double hbm_bytes_per_s = 0;
+  double link_bytes_per_s = 0;
+  double power_w = 0;
+};
+
+struct Timeline {
+  std::vector<TimelinePhase> phases;
+  double time_s = 0;
+  double energy_j = 0;
+  double compute_end_s = 0;
+  double collective_start_s = 0;  // both 0 without a collective
+  double collective_end_s = 0;
+};
+
+class SimulatedEvaluator final : public EvaluatorImpl {
+ public:
+  explicit SimulatedEvaluator(hardware::GpuSpec gpu, SimulationOptions options = {});
+
+  std::string name() const override { return "simulated"; }
+  Provenance provenance() const override { return Provenance::kModel; }
+  bool thread_safe() const override { return true; }
+  const hardware::GpuSpec& gpu() const override { return gpu_; }
+  EvalResult evaluate(const workload::Partition& partition,
+                      const workload::Knob& knob) const override;
+
+  // The phases behind evaluate()'s numbers (same time and energy).
+  Timeline timeline(const workload::Partition& partition, const workload::Knob& knob) const;
+  // The compute alone with every SM, and the collective alone with `sms` SMs (zero without one).
+  EvalResult compute_alone(const workload::Partition& partition, double freq_mhz) const;
+  EvalResult collective_alone(const workload::Partition& partition, double freq_mhz, int sms) const;
+  // Bytes per second the collective puts on the link with `sms` SMs at `freq_mhz`, alone.
+  double collective_rate_bps(double freq_mhz, int sms) const;
+
+  const SimulationOptions& options() const { return options_; }
+
+ private:
+  template <bool kRecord>
+  void run(const workload::Partition& partition, double freq_mhz, int sms, long launch_op,
+           bool with_compute, bool with_collective, Timeline* out, double& time_s,
+           double& energy_j) const;
+
+  hardware::GpuSpec gpu_;
+  SimulationOptions options_;
+  double hbm_bps_ = 0;  // effective HBM bandwidth
+};
+
+// An Evaluator wrapping a SimulatedEvaluator.
+Evaluator make_simulated_evaluator(hardware::GpuSpec gpu, SimulationOptions options = {});
+
+}  // namespace kareus::evaluate

@@ -1,0 +1,273 @@
+// The simulated GPU: the five properties the issue asks of the model, on Llama 3.2 3B, TP=8, PP=2,
+// mbs 8, seq 4096, A100 SXM4 40GB; the timeline's bookkeeping; and random-knob sanity checks.
+#include "kareus/evaluate/simulated.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::evaluate {
+namespace {
+
+using workload::Knob;
+using workload::Partition;
+
+class Llama3bTp8 : public ::testing::Test {
+ protected:
+  // Built once for the whole suite (and the rapidcheck suite derived from it).
+  struct World {
+    workload::ModelSpec model = workload::load_model("llama-3.2-3b");
+    workload::ParallelConfig parallel = workload::validated(model, workload::ParallelConfig{});
+    std::vector<Partition> partitions = workload::build_partitions(model, parallel);
+    SimulatedEvaluator sim{hardware::load_gpu_preset("a100-sxm4-40gb")};
+  };
+  static const World& world() {
+    static const World w;
+    return w;
+  }
+  Llama3bTp8()
+      : model_(&world().model),
+        parallel_(&world().parallel),
+        partitions_(&world().partitions),
+        sim_(&world().sim) {}
+
+  static const Partition& part(const char* key) {
+    return workload::find_partition(world().partitions, key);
+  }
+  static double time_s(const Partition& p, const Knob& k) {
+    return world().sim.evaluate(p, k).time_s;
+  }
+  // The SM grid the search uses for TP collectives.
+  static std::vector<int> sm_grid() { return {3, 6, 9, 12, 15, 18, 21, 24, 27, 30}; }
+
+  struct Best {
+    double time_s = INFINITY;
+    int sms = 0;
+    std::string slot;
+  };
+  static Best best(const Partition& p, double freq_mhz, const std::vector<std::string>& slots) {
+    Best b;
+    for (const auto& slot : slots) {
+      for (int s : sm_grid()) {
+        double t = time_s(p, {freq_mhz, s, slot});
+        if (t < b.time_s) b = {t, s, slot};
+      }
+    }
+    return b;
+  }
+
+  const workload::ModelSpec* model_;
+  const workload::ParallelConfig* parallel_;
+  const std::vector<Partition>* partitions_;
+  const SimulatedEvaluator* sim_;
+};
+
+// Property 1: too few SMs and the all-reduce is late, too many and compute slows.
+TEST_F(Llama3bTp8, Property1TimeAgainstSmsHasAnInteriorMinimum) {
+  for (double f : {900.0, 1410.0}) {
+    for (const char* key : {"fwd_attn", "fwd_mlp", "bwd_attn"}) {
+      const Partition& p = part(key);
+      std::vector<double> times;
+      for (int s = 1; s <= 60; ++s) times.push_back(time_s(p, {f, s, "linear_0"}));
+      auto argmin = std::min_element(times.begin(), times.end()) - times.begin();
+      EXPECT_GT(argmin, 0) << key << " at " << f << " MHz";
+      EXPECT_LT(argmin, 59) << key << " at " << f << " MHz";
+      EXPECT_GT(times.front(), 1.5 * times[static_cast<std::size_t>(argmin)]) << key;
+      EXPECT_GT(times.back(), 1.01 * times[static_cast<std::size_t>(argmin)]) << key;
+    }
+  }
+  // The case the issue names: the attention all-reduce at 1410 MHz on the search's SM grid.
+  std::vector<double> grid;
+  for (int s : sm_grid()) grid.push_back(time_s(part("fwd_attn"), {1410, s, "linear_0"}));
+  auto argmin = std::min_element(grid.begin(), grid.end()) - grid.begin();
+  EXPECT_GT(argmin, 0);
+  EXPECT_LT(argmin, static_cast<long>(grid.size()) - 1);
+}
+
+// Property 2, the mechanism: the same all-reduce beside a memory-bound op of the same length as a
+// GEMM contends for HBM, and that costs more than the SMs it takes from the GEMM.
+TEST_F(Llama3bTp8, Property2ContentionBesideMemoryBoundOpsCostsMore) {
+  const Partition& real = part("fwd_mlp");
+  const workload::ComputeOp& gemm = real.ops[2];  // fc1
+  ASSERT_EQ(gemm.name, "fc1");
+  for (double f : {900.0, 1410.0}) {
+    const double gemm_time =
+        sim_->compute_alone(Partition{"g", workload::Pass::kForward, {gemm}, {}, {}, 1, true}, f)
+            .time_s;
+    // A memory-bound op that takes as long alone at this clock.
+    const double bytes = (gemm_time - sim_->options().kernel_launch_s) *
+                         sim_->gpu().hbm_bandwidth_bps * sim_->options().hbm_efficiency;
+    const workload::ComputeOp memory{"norm", workload::OpKind::kNorm, workload::Pass::kForward, 0,
+                                     bytes};
+    auto with = [&](const workload::ComputeOp& first) {
+      Partition p{"x", workload::Pass::kForward, {first, gemm}, {}, real.collective, 1, true};
+      p.slots = workload::launch_slots(p.ops);
+      return p;
+    };
+    const Partition beside_memory = with(memory), beside_gemm = with(gemm);
+    ASSERT_NEAR(sim_->compute_alone(beside_memory, f).time_s,
+                sim_->compute_alone(beside_gemm, f).time_s, 1e-3 * gemm_time);
+    for (int s : {12, 15, 20, 30}) {
+      EXPECT_GT(time_s(beside_memory, {f, s, beside_memory.slots[0].name}),
+                time_s(beside_gemm, {f, s, beside_gemm.slots[0].name}))
+          << f << " MHz, " << s << " SMs";
+    }
+  }
+}
+
+// Property 2 on the real partitions: launching at the first norm/residual run is slower than at the
+// GEMM right after it, each with its best SM count, for every TP partition at both clocks.
+TEST_F(Llama3bTp8, Property2MemorySlotSlowerThanTheNextGemmSlot) {
+  for (const char* key : {"fwd_attn", "fwd_mlp", "bwd_mlp", "bwd_attn"}) {
+    const Partition& p = part(key);
+    ASSERT_TRUE(p.slots[0].memory_bound && !p.slots[1].memory_bound) << key;
+    for (double f : {900.0, 1410.0}) {
+      EXPECT_GT(best(p, f, {p.slots[0].name}).time_s, best(p, f, {p.slots[1].name}).time_s)
+          << key << " " << f;
+    }
+  }
+}
+
+// Property 3: the clock changes the best schedule. At 900 MHz each SM copies slower (more SMs to
+// saturate the link) and compute takes longer (later slots still hide the all-reduce).
+TEST_F(Llama3bTp8, Property3BestSmsAndSlotDependOnTheClock) {
+  int differing = 0;
+  for (const Partition& p : *partitions_) {
+    Best slow = best(p, 900, p.slot_names()), fast = best(p, 1410, p.slot_names());
+    if (slow.sms != fast.sms || slow.slot != fast.slot) ++differing;
+  }
+  EXPECT_GE(differing, 1);
+  Best slow = best(part("fwd_attn"), 900, part("fwd_attn").slot_names());
+  Best fast = best(part("fwd_attn"), 1410, part("fwd_attn").slot_names());
+  EXPECT_GT(slow.sms, fast.sms);
+}
+
+// Property 4 on the first stage's forward instruction (15 layers of every forward partition at one
+// knob each, plus the embedding): average power falls with the clock at every supported clock, and
+// energy with static power charged is lowest strictly inside the clock range.
+TEST_F(Llama3bTp8, Property4PowerFallsWithClockAndEnergyHasAnInteriorMinimum) {
+  const auto& clocks = sim_->gpu().sm_clocks_mhz;
+  const auto extra = workload::non_partition_work(*model_, *parallel_, 0);
+  std::vector<double> power, energy;
+  for (double f : clocks) {
+    double t = 0, e = 0;
+    for (const Partition& p : *partitions_) {
+      if (p.pass != workload::Pass::kForward) continue;
+      EvalResult r = sim_->evaluate(p, {f, 15, "linear_0"});
+      t += parallel_->layers_per_stage[0] * p.count * r.time_s;
+      e += parallel_->layers_per_stage[0] * p.count * r.energy_j;
+    }
+    for (const Partition& w : extra) {
+      if (w.pass != workload::Pass::kForward) continue;
+      EvalResult r = sim_->evaluate(w, {f, w.collective ? 15 : 0, "none"});
+      t += r.time_s;
+      e += r.energy_j;
+    }
+    power.push_back(e / t);
+    energy.push_back(e);
+  }
+  for (std::size_t i = 1; i < clocks.size(); ++i) {
+    EXPECT_GT(power[i], power[i - 1]) << clocks[i] << " MHz";
+  }
+  auto argmin =
+      static_cast<std::size_t>(std::min_element(energy.begin(), energy.end()) - energy.begin());
+  EXPECT_GT(argmin, 0u);
+  EXPECT_LT(argmin, clocks.size() - 1);
+  EXPECT_GT(energy.front(), 1.2 * energy[argmin]);
+  EXPECT_GT(energy.back(), 1.05 * energy[argmin]);
+}
+
+// Property 5: the sequential knob costs exactly the compute alone plus the collective alone.
+TEST_F(Llama3bTp8, Property5SequentialIsComputeThenCollectiveExactly) {
+  for (const Partition& p : *partitions_) {
+    Partition compute_only = p;
+    compute_only.collective.reset();
+    compute_only.slots.clear();
+    Partition collective_only = p;
+    collective_only.ops.clear();
+    collective_only.slots.clear();
+    for (double f : {900.0, 1170.0, 1410.0}) {
+      for (int s : {3, 15, 30}) {
+        const EvalResult seq = sim_->evaluate(p, {f, s, "none"});
+        const EvalResult compute = sim_->evaluate(compute_only, {f, 0, "none"});
+        const EvalResult collective = sim_->evaluate(collective_only, {f, s, "none"});
+        EXPECT_EQ(seq.time_s, compute.time_s + collective.time_s) << p.key;
+        EXPECT_EQ(seq.energy_j, compute.energy_j + collective.energy_j) << p.key;
+        EXPECT_GT(collective.time_s, 0);
+      }
+    }
+  }
+}
+
+TEST_F(Llama3bTp8, TimelineAddsUpToTheEvaluation) {
+  for (const Partition& p : *partitions_) {
+    for (const std::string& slot : p.slot_names()) {
+      const Knob knob{1230, 18, slot};
+      const Timeline t = sim_->timeline(p, knob);
+      const EvalResult r = sim_->evaluate(p, knob);
+      EXPECT_DOUBLE_EQ(t.time_s, r.time_s) << p.key << " " << slot;
+      EXPECT_DOUBLE_EQ(t.energy_j, r.energy_j) << p.key << " " << slot;
+      double energy = 0, end = 0;
+      for (const auto& phase : t.phases) {
+        EXPECT_NEAR(phase.start_s, end, 1e-12);
+        EXPECT_GT(phase.end_s, phase.start_s);
+        EXPECT_GE(phase.power_w, sim_->gpu().static_power_w);
+        energy += phase.power_w * (phase.end_s - phase.start_s);
+        end = phase.end_s;
+      }
+      EXPECT_NEAR(energy, t.energy_j, 1e-9 * t.energy_j);
+      EXPECT_NEAR(end, t.time_s, 1e-12);
+      EXPECT_NEAR(std::max(t.compute_end_s, t.collective_end_s), t.time_s, 1e-12);
+      if (slot != "none") {
+        // The collective launches when its slot's first op starts.
+        const auto* s = p.find_slot(slot);
+        auto first = std::find_if(t.phases.begin(), t.phases.end(), [&](const TimelinePhase& ph) {
+          return ph.op == static_cast<int>(s->first_op);
+        });
+        ASSERT_NE(first, t.phases.end());
+        EXPECT_DOUBLE_EQ(first->start_s, t.collective_start_s);
+        EXPECT_TRUE(first->collective);
+      } else {
+        EXPECT_DOUBLE_EQ(t.collective_start_s, t.compute_end_s);
+      }
+    }
+  }
+}
+
+TEST_F(Llama3bTp8, CollectiveBandwidthGrowsWithSmsUntilTheLinkSaturates) {
+  const double link = sim_->gpu().nvlink_bandwidth_bps * sim_->options().link_efficiency;
+  EXPECT_DOUBLE_EQ(sim_->collective_rate_bps(1410, 1), 11.35 * 1410e6);
+  EXPECT_DOUBLE_EQ(sim_->collective_rate_bps(1410, 100), link);
+  EXPECT_NEAR(sim_->collective_rate_bps(705, 4), sim_->collective_rate_bps(1410, 2), 1e-3);
+  // The all-reduce alone with enough SMs: ring bytes over the saturated link plus latency.
+  const Partition& p = part("fwd_attn");
+  const double wire = p.collective->wire_bytes();
+  const double alone = sim_->collective_alone(p, 1410, 30).time_s;
+  const double latency =
+      sim_->options().collective_launch_s + 14 * sim_->options().ring_step_latency_s;
+  EXPECT_NEAR(alone, latency + wire / link, 1e-12);
+}
+
+// Random knobs: overlap never beats either side alone, and never costs more than the sequential
+// schedule when the collective's SMs are few.
+RC_GTEST_FIXTURE_PROP(Llama3bTp8, OverlapIsBoundedByItsParts, ()) {
+  const Partition& p = (*partitions_)[*rc::gen::inRange<std::size_t>(0, partitions_->size())];
+  const auto& clocks = sim_->gpu().sm_clocks_mhz;
+  const double f = clocks[*rc::gen::inRange<std::size_t>(clocks.size() / 2, clocks.size())];
+  const int s = *rc::gen::inRange(1, 40);
+  const auto& slot = p.slots[*rc::gen::inRange<std::size_t>(0, p.slots.size())];
+  const EvalResult r = sim_->evaluate(p, {f, s, slot.name});
+  const double compute = sim_->compute_alone(p, f).time_s;
+  const double collective = sim_->collective_alone(p, f, s).time_s;
+  RC_ASSERT(std::isfinite(r.time_s) && std::isfinite(r.energy_j));
+  RC_ASSERT(r.time_s >= std::max(compute, collective) * (1 - 1e-12));
+  RC_ASSERT(r.energy_j >= r.time_s * sim_->gpu().static_power_w);
+  if (s <= 15) RC_ASSERT(r.time_s <= (compute + collective) * (1 + 1e-12));
+}
+
+}  // namespace
+}  // namespace kareus::evaluate
