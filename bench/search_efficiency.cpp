@@ -1,0 +1,313 @@
+// Sample efficiency of the partition search on the simulated GPU: for every partition of the ten
+// Kareus evaluation configs, the hypervolume of the frontier found after b measurements divided by
+// the exhaustive frontier's, in (real energy, time), for MOBO and for random sampling at the same
+// budgets. The reference point is the exhaustive frontier's nadir pushed out by 10% of its extent
+// in each objective (so the ratio measures the frontier, not the empty corner of the grid).
+//
+// Usage: kareus_search_efficiency [--configs 0,3] [--partitions fwd_mlp,...] [--random-seeds 5]
+//                                 [--seed 1] [--batch 8] [--markdown FILE] [--json FILE]
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kareus/core/io.hpp"
+#include "kareus/evaluate/simulated.hpp"
+#include "kareus/hardware/gpu.hpp"
+#include "kareus/search/partition_search.hpp"
+#include "kareus/workload/model.hpp"
+#include "kareus/workload/parallel.hpp"
+
+namespace {
+
+using namespace kareus;
+using search::Measurement;
+
+struct Config {
+  std::string model;
+  int tp, cp, mbs, seq;
+  std::string label() const {
+    return fmt::format("{} {}TP{} mbs{} seq{}", model == "llama-3.2-3b" ? "Llama3.2-3B" : "Qwen3-1.7B",
+                       cp > 1 ? fmt::format("CP{}·", cp) : "", tp, mbs, seq);
+  }
+};
+
+const std::vector<Config> kConfigs = {
+    {"llama-3.2-3b", 8, 1, 8, 4096},  {"llama-3.2-3b", 4, 2, 8, 4096}, {"llama-3.2-3b", 4, 2, 8, 8192},
+    {"llama-3.2-3b", 4, 2, 16, 4096}, {"qwen3-1.7b", 8, 1, 8, 4096},   {"qwen3-1.7b", 8, 1, 8, 8192},
+    {"qwen3-1.7b", 8, 1, 16, 4096},   {"qwen3-1.7b", 4, 2, 8, 4096},   {"qwen3-1.7b", 4, 2, 8, 8192},
+    {"qwen3-1.7b", 4, 2, 16, 4096},
+};
+
+// The Kareus artifact's budget for TP partitions: 96 initial samples and 4 batches of 32.
+constexpr std::size_t kArtifactBudget = 96 + 4 * 32;
+
+struct Row {
+  std::string config, key;
+  bool tp = true;
+  std::size_t grid = 0, initial = 0, baselines = 0;
+  // 10%, 15%, 20% of the grid, the artifact's budget, 15% of the grid beyond the baselines' knobs
+  std::vector<std::size_t> budgets;
+  std::vector<double> mobo, random_mean, random_min;
+  std::size_t mobo_to_99 = 0;  // measurements until the ratio first reaches 0.99 (0 = never)
+  double seconds = 0;
+};
+
+std::vector<double> prefix_ratios(const std::vector<TimeEnergy>& order, const std::vector<std::size_t>& budgets,
+                                  const TimeEnergy& ref, double hv_all, std::size_t* to_99 = nullptr) {
+  if (to_99) {
+    *to_99 = 0;
+    std::vector<TimeEnergy> prefix;
+    for (std::size_t b = 1; b <= order.size() && *to_99 == 0; ++b) {
+      prefix.push_back(order[b - 1]);
+      if (hypervolume_2d(prefix, ref) >= 0.99 * hv_all) *to_99 = b;
+    }
+  }
+  std::vector<double> out;
+  for (std::size_t b : budgets) {
+    std::vector<TimeEnergy> p(order.begin(), order.begin() + static_cast<long>(std::min(b, order.size())));
+    out.push_back(hypervolume_2d(p, ref) / hv_all);
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set<std::size_t> configs;
+  std::set<std::string> keys;
+  int random_seeds = 5;
+  std::uint64_t seed = 1;
+  std::size_t batch = 8;
+  std::string markdown, json_out;
+  bool verbose = false;
+  double optimism = -1, liar = -1;
+  bool ehvi = false;
+  long initial_points = -1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--configs") {
+      for (const auto& c : split(value())) configs.insert(std::stoul(c));
+    } else if (a == "--partitions") {
+      for (const auto& k : split(value())) keys.insert(k);
+    } else if (a == "--random-seeds") {
+      random_seeds = std::stoi(value());
+    } else if (a == "--seed") {
+      seed = std::stoull(value());
+    } else if (a == "--batch") {
+      batch = std::stoul(value());
+    } else if (a == "--markdown") {
+      markdown = value();
+    } else if (a == "--optimism") {
+      optimism = std::stod(value());
+    } else if (a == "--ehvi") {
+      ehvi = true;
+    } else if (a == "--liar") {
+      liar = std::stod(value());
+    } else if (a == "--initial") {
+      initial_points = std::stol(value());
+    } else if (a == "--verbose") {
+      verbose = true;
+    } else if (a == "--json") {
+      json_out = value();
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+
+  const hardware::GpuSpec gpu = hardware::load_gpu_preset("a100-sxm4-40gb");
+  const evaluate::Evaluator sim = evaluate::make_simulated_evaluator(gpu);
+
+  struct Job {
+    std::size_t config;
+    workload::Partition partition;
+  };
+  std::vector<Job> jobs;
+  for (std::size_t c = 0; c < kConfigs.size(); ++c) {
+    if (!configs.empty() && !configs.count(c)) continue;
+    const Config& cfg = kConfigs[c];
+    workload::ModelSpec model = workload::load_model(cfg.model);
+    workload::ParallelConfig p;
+    p.tp = cfg.tp;
+    p.cp = cfg.cp;
+    p.pp = 2;
+    p.microbatch_size = cfg.mbs;
+    p.seq_len = cfg.seq;
+    p = workload::validated(model, p);
+    for (workload::Partition& part : workload::build_partitions(model, p)) {
+      if (!part.collective || (!keys.empty() && !keys.count(part.key))) continue;
+      jobs.push_back({c, std::move(part)});
+    }
+  }
+
+  std::vector<Row> rows(jobs.size());
+  std::mutex print;
+  const auto start = std::chrono::steady_clock::now();
+  tbb::parallel_for(std::size_t{0}, jobs.size(), [&](std::size_t j) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const workload::Partition& part = jobs[j].partition;
+    search::GridOptions grid;
+    search::KnobSpace space = search::knob_space_for(part, gpu, grid);
+    auto measure = search::measure_with(sim, part);
+    std::vector<TimeEnergy> all(space.size());
+    for (std::size_t i = 0; i < space.size(); ++i) all[i] = measure(space.knob(i));
+    const TimeEnergy ref = search::reference_point(all, 0.1);
+    const double hv_all = hypervolume_2d(all, ref);
+
+    Row& row = rows[j];
+    row.config = kConfigs[jobs[j].config].label();
+    row.key = part.key;
+    row.tp = part.collective->group == workload::ParallelGroup::kTensor;
+    row.grid = space.size();
+    auto pct = [&](double f) { return static_cast<std::size_t>(std::ceil(f * static_cast<double>(space.size()))); };
+    row.baselines = space.baseline_knobs().size();
+    row.budgets = {pct(0.10), pct(0.15), pct(0.20), std::min(kArtifactBudget, space.size()),
+                   std::min(space.size(), pct(0.15) + row.baselines)};
+
+    search::PartitionSearchOptions o;
+    o.mode = search::SearchMode::kMobo;
+    o.seed = seed;
+    o.batch_size = batch;
+    o.parallel = false;
+    if (initial_points >= 0) o.initial_points = static_cast<std::size_t>(initial_points);
+    search::PreparedSearch prepared = search::prepare_search(part, gpu, o);
+    row.initial = prepared.initial_design_size;
+    if (optimism >= 0) prepared.mobo.optimism = optimism;
+    if (liar >= 0) prepared.mobo.liar = liar;
+    if (ehvi) prepared.mobo.expected_improvement = true;
+    prepared.budget = std::max(*std::max_element(row.budgets.begin(), row.budgets.end()), prepared.initial_design_size);
+    search::PartitionSearchResult r = search::run_prepared_search(prepared, sim, nlohmann::json::object(), std::nullopt);
+    std::vector<TimeEnergy> order;
+    for (const Measurement& m : r.outcome.measurements) {
+      if (m.ok) order.push_back({m.time_s, m.energy_j});
+    }
+    row.mobo = prefix_ratios(order, row.budgets, ref, hv_all, &row.mobo_to_99);
+    if (verbose) {
+      // The exhaustive frontier's knobs MOBO had not measured at 15% of the grid.
+      std::set<std::size_t> seen;
+      std::size_t n = 0;
+      for (const Measurement& m : r.outcome.measurements) {
+        if (n++ < row.budgets[1]) seen.insert(*space.index_of(m.knob));
+      }
+      std::string missed;
+      for (std::size_t i : pareto_indices(all)) {
+        const auto& k = space.knob(i);
+        missed += fmt::format(" {}{}/{}/{}({:.4g} ms, {:.4g} J)", seen.count(i) ? "" : "MISSED ", k.freq_mhz, k.sms, k.slot,
+                              1e3 * all[i].time_s, all[i].energy_j);
+      }
+      std::lock_guard lock(print);
+      std::fprintf(stderr, "%s front:%s\n", part.key.c_str(), missed.c_str());
+    }
+
+    row.random_mean.assign(row.budgets.size(), 0.0);
+    row.random_min.assign(row.budgets.size(), 1.0);
+    for (int s = 0; s < random_seeds; ++s) {
+      search::RandomStrategy rnd(1000 + static_cast<std::uint64_t>(s), 64);
+      search::SearchOptions so;
+      so.budget = *std::max_element(row.budgets.begin(), row.budgets.end());
+      search::SearchOutcome out = search::run_search(space, rnd, measure, false, nullptr, so);
+      std::vector<TimeEnergy> ro;
+      for (const Measurement& m : out.measurements) ro.push_back({m.time_s, m.energy_j});
+      std::vector<double> ratios = prefix_ratios(ro, row.budgets, ref, hv_all);
+      for (std::size_t k = 0; k < ratios.size(); ++k) {
+        row.random_mean[k] += ratios[k] / random_seeds;
+        row.random_min[k] = std::min(row.random_min[k], ratios[k]);
+      }
+    }
+    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard lock(print);
+    std::fprintf(stderr, "%-32s %-12s grid %4zu  MOBO@15%% %.4f  random@15%% %.4f  0.99 after %zu (%.1f%%)  %.0f s\n",
+                 row.config.c_str(), row.key.c_str(), row.grid, row.mobo[1], row.random_mean[1], row.mobo_to_99,
+                 100.0 * static_cast<double>(row.mobo_to_99) / static_cast<double>(row.grid), row.seconds);
+  });
+
+  // The table.
+  std::string md;
+  md += fmt::format(
+      "Sample efficiency on the simulated A100 (a model, not a measurement): HV(found)/HV(exhaustive) in (real "
+      "energy, time) per GPU, MOBO seed {}, batch {}, random = mean (min) of {} seeds. Reference point: exhaustive "
+      "nadir + 10% of the frontier's extent.\n\n",
+      seed, batch, random_seeds);
+  md += "| config | partition | grid | initial (baselines) | MOBO 10% | MOBO 15% | MOBO 20% | MOBO artifact budget | "
+        "MOBO 15% beyond baselines | random 15% mean (min) | random artifact budget | MOBO reaches 0.99 at | "
+        "of which beyond baselines |\n";
+  md += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  double worst15 = 1, worst_random15 = 1, worst15_beyond = 1, worst_beyond = 0;
+  std::size_t met = 0;
+  std::size_t worst_to99_pct_row = 0;
+  double worst_to99 = 0;
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    const Row& r = rows[j];
+    const bool artifact = r.tp;
+    double to99 = r.mobo_to_99 ? 100.0 * static_cast<double>(r.mobo_to_99) / static_cast<double>(r.grid) : 1000.0;
+    const double beyond = r.mobo_to_99 ? 100.0 * static_cast<double>(r.mobo_to_99 - std::min(r.mobo_to_99, r.baselines)) /
+                                             static_cast<double>(r.grid)
+                                       : 1000.0;
+    md += fmt::format("| {} | {} | {} | {} ({}) | {:.4f} | {:.4f} | {:.4f} | {} | {:.4f} ({}) | {:.4f} ({:.4f}) | {} | {} | {} |\n",
+                      r.config, r.key, r.grid, r.initial, r.baselines, r.mobo[0], r.mobo[1], r.mobo[2],
+                      artifact ? fmt::format("{:.4f} ({})", r.mobo[3], r.budgets[3]) : "—", r.mobo[4], r.budgets[4],
+                      r.random_mean[1], r.random_min[1], artifact ? fmt::format("{:.4f}", r.random_mean[3]) : "—",
+                      r.mobo_to_99 ? fmt::format("{} ({:.1f}%)", r.mobo_to_99, to99) : "not reached",
+                      r.mobo_to_99 ? fmt::format("{:.1f}%", beyond) : "—");
+    worst_beyond = std::max(worst_beyond, beyond);
+    worst15_beyond = std::min(worst15_beyond, r.mobo[4]);
+    met += r.mobo[1] >= 0.99 ? 1 : 0;
+    worst15 = std::min(worst15, r.mobo[1]);
+    worst_random15 = std::min(worst_random15, r.random_mean[1]);
+    if (to99 > worst_to99) worst_to99 = to99, worst_to99_pct_row = j;
+  }
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  md += fmt::format("\n{} partitions; MOBO reaches 0.99 within 15% of the grid on {} of them. Worst MOBO ratio at 15% of "
+                    "the grid: {:.4f} (random: {:.4f}); with 15% of the grid beyond the baselines' knobs: {:.4f}. ",
+                    rows.size(), met, worst15, worst_random15, worst15_beyond);
+  if (!rows.empty()) {
+    md += fmt::format("Most measurements MOBO needed to reach 0.99: {:.1f}% of the grid ({} {}). ", worst_to99,
+                      rows[worst_to99_pct_row].config, rows[worst_to99_pct_row].key);
+  }
+  md += fmt::format("Most measurements beyond the baselines' knobs needed: {:.1f}% of the grid. Wall time {:.0f} s.\n",
+                    worst_beyond, total_s);
+  std::fputs(md.c_str(), stdout);
+  if (!markdown.empty()) write_file_atomic(markdown, md);
+  if (!json_out.empty()) {
+    nlohmann::json doc = nlohmann::json::array();
+    for (const Row& r : rows) {
+      doc.push_back({{"config", r.config},
+                     {"partition", r.key},
+                     {"grid", r.grid},
+                     {"initial", r.initial},
+                     {"budgets", r.budgets},
+                     {"mobo", r.mobo},
+                     {"random_mean", r.random_mean},
+                     {"random_min", r.random_min},
+                     {"mobo_measurements_to_0_99", r.mobo_to_99}});
+    }
+    write_file_atomic(json_out, doc.dump(1) + "\n");
+  }
+  return 0;
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Regenerates the sample-efficiency table of `kareus search` (the issue's figure): for every
+# partition of the ten Kareus evaluation configs on the simulated A100 (a model, not a
+# measurement), HV(found)/HV(exhaustive) in (real energy, time) for MOBO and random sampling at
+# 10/15/20% of the grid and at the Kareus artifact's budget (96 + 4×32).
+#
+# Usage: bench/search_efficiency.sh [BUILD_DIR] [kareus_search_efficiency flags, e.g. --configs 0,1]
+# Writes bench/results/search_efficiency.md and .json; prints the table.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+shift || true
+cmake -S "$root" -B "$build" >/dev/null
+cmake --build "$build" -j"$(nproc)" --target kareus_search_efficiency >/dev/null
+mkdir -p "$root/bench/results"
+"$build/bench/kareus_search_efficiency" --markdown "$root/bench/results/search_efficiency.md" \
+  --json "$root/bench/results/search_efficiency.json" "$@"

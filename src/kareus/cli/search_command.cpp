@@ -1,0 +1,310 @@
+// `kareus search`: each partition's time–energy frontier over its knobs (SM clock, SMs for the
+// collective, launch slot), by multi-pass MOBO or exhaustively, resumable from a journal.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "kareus/cli/commands.hpp"
+#include "kareus/cli/workload_flags.hpp"
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+#include "kareus/evaluate/simulated.hpp"
+#include "kareus/evaluate/table.hpp"
+#include "kareus/search/partition_search.hpp"
+#include "kareus/workload/partition.hpp"
+
+namespace kareus::cli {
+namespace {
+
+struct SearchFlags {
+  WorkloadFlags workload;
+  std::string partition = "all";
+  std::string evaluator = "sim";
+  std::string mode = "mobo";
+  std::optional<std::size_t> budget;
+  long batch = 8;
+  std::uint64_t seed = 0;
+  std::optional<std::size_t> initial;
+  std::string journal;
+  std::string out;
+  std::string clocks = "900:1410:30";
+  std::string sms;  // empty = per collective: 3:30:3 (TP), 1:20:1 (CP)
+  int sequential_sms = search::kDefaultNanobatchingSms;
+  bool no_baselines = false;
+  std::optional<double> stop_threshold;
+  bool serial = false;
+};
+
+// "LO:HI:STEP" → (LO, HI, STEP).
+std::array<double, 3> parse_range(const std::string& text, const std::string& flag) {
+  std::array<double, 3> v{};
+  std::size_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    std::size_t end = text.find(':', start);
+    if ((i < 2) == (end == std::string::npos)) {
+      throw InputError({"", 0, 0, flag}, fmt::format("expected LO:HI:STEP, got '{}'", text));
+    }
+    std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    try {
+      std::size_t used = 0;
+      v[static_cast<std::size_t>(i)] = std::stod(part, &used);
+      if (used != part.size() || !std::isfinite(v[static_cast<std::size_t>(i)])) throw std::invalid_argument(part);
+    } catch (const std::exception&) {
+      throw InputError({"", 0, 0, flag}, fmt::format("expected LO:HI:STEP, got '{}'", text));
+    }
+    start = end + 1;
+  }
+  if (!(v[2] > 0) || v[0] > v[1]) throw InputError({"", 0, 0, flag}, fmt::format("expected LO <= HI and STEP > 0, got '{}'", text));
+  return v;
+}
+
+// What identifies the workload in a journal: everything that changes a partition's costs.
+nlohmann::json workload_identity(const ResolvedWorkload& w) {
+  return {{"model", w.model.name},
+          {"gpu", w.gpu.name},
+          {"tp", w.parallel.tp},
+          {"cp", w.parallel.cp},
+          {"mbs", w.parallel.microbatch_size},
+          {"seq_len", w.parallel.seq_len},
+          {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))}};
+}
+
+std::vector<workload::Partition> all_partitions(const ResolvedWorkload& w) {
+  std::vector<workload::Partition> parts = workload::build_partitions(w.model, w.parallel);
+  for (int s = 0; s < w.parallel.pp; ++s) {
+    for (auto& extra : workload::non_partition_work(w.model, w.parallel, s)) {
+      bool seen = false;
+      for (const auto& p : parts) seen = seen || p.key == extra.key;
+      if (!seen) parts.push_back(std::move(extra));
+    }
+  }
+  return parts;
+}
+
+std::filesystem::path journal_path(const SearchFlags& flags, const std::string& key, bool several) {
+  if (flags.journal.empty()) return std::filesystem::path(flags.out) / (key + ".journal.jsonl");
+  std::filesystem::path p = flags.journal;
+  if (!several) return p;
+  // One journal per partition beside the one named: runs/j.jsonl → runs/j.fwd_mlp.jsonl.
+  return p.parent_path() / (p.stem().string() + "." + key + p.extension().string());
+}
+
+std::string duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "--:--";
+  auto total = static_cast<long>(std::lround(s));
+  if (total >= 3600) return fmt::format("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60);
+  return fmt::format("{}:{:02}", total / 60, total % 60);
+}
+
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool tty) : tty_(tty) {}
+
+  void start(const std::string& key, std::size_t index, std::size_t count) {
+    key_ = key;
+    index_ = index;
+    count_ = count;
+    last_ = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  }
+
+  void update(const search::SearchProgress& p, bool final = false) {
+    auto now = std::chrono::steady_clock::now();
+    if (!final && now - last_ < std::chrono::milliseconds(tty_ ? 200 : 5000)) return;
+    last_ = now;
+    const std::size_t left = p.budget > p.measurements ? p.budget - p.measurements : 0;
+    const double eta = p.measured_now > 0 ? p.elapsed_s / static_cast<double>(p.measured_now) * static_cast<double>(left)
+                                          : std::nan("");
+    std::string stats = fmt::format("{}/{} measurements{}, hypervolume {:.4g} J·s, ETA {}", p.measurements, p.budget,
+                                    p.failed ? fmt::format(" ({} failed)", p.failed) : "", p.hypervolume,
+                                    final ? "done" : duration(eta));
+    std::string head = fmt::format("search {} ({}/{})", key_, index_ + 1, count_);
+    if (tty_) {
+      constexpr int kWidth = 24;
+      const double frac = p.budget ? std::min(1.0, static_cast<double>(p.measurements) / static_cast<double>(p.budget)) : 1.0;
+      const int filled = static_cast<int>(frac * kWidth);
+      std::fprintf(stderr, "\r\033[K%s [%s%s] %s", head.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                   std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), stats.c_str());
+      if (final) std::fputc('\n', stderr);
+    } else {
+      std::fprintf(stderr, "%s: %s\n", head.c_str(), stats.c_str());
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+  std::string key_;
+  std::size_t index_ = 0, count_ = 0;
+  std::chrono::steady_clock::time_point last_;
+};
+
+int run_search_command(const SearchFlags& flags) {
+  // Everything is checked before any journal or output is touched.
+  const ResolvedWorkload w = resolve_workload(flags.workload);
+  auto mode = search::parse_search_mode(flags.mode);
+  if (!mode) throw InputError({"", 0, 0, "--mode"}, fmt::format("expected mobo or exhaustive, got '{}'", flags.mode));
+  if (flags.batch < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
+  if (flags.out.empty()) throw InputError({"", 0, 0, "--out"}, "an output directory is required");
+
+  search::PartitionSearchOptions options;
+  options.mode = *mode;
+  options.budget = flags.budget;
+  options.batch_size = static_cast<std::size_t>(flags.batch);
+  options.seed = flags.seed;
+  options.initial_points = flags.initial;
+  options.include_baseline_knobs = !flags.no_baselines;
+  options.stop_threshold = flags.stop_threshold;
+  options.parallel = !flags.serial;
+  auto clocks = parse_range(flags.clocks, "--clocks");
+  options.grid.min_clock_mhz = clocks[0];
+  options.grid.max_clock_mhz = clocks[1];
+  options.grid.clock_step_mhz = clocks[2];
+  options.grid.sequential_sms = flags.sequential_sms;
+  if (!flags.sms.empty()) {
+    auto sms = parse_range(flags.sms, "--sms");
+    std::vector<int> levels;
+    for (double s = sms[0]; s <= sms[1] + 1e-9; s += sms[2]) levels.push_back(static_cast<int>(std::lround(s)));
+    options.grid.sms = levels;
+  }
+
+  const std::vector<workload::Partition> partitions = all_partitions(w);
+  std::vector<const workload::Partition*> chosen;
+  if (flags.partition == "all") {
+    for (const auto& p : partitions) chosen.push_back(&p);
+  } else {
+    chosen.push_back(&workload::find_partition(partitions, flags.partition));
+  }
+
+  std::unique_ptr<evaluate::EvaluatorImpl> impl;
+  if (flags.evaluator == "sim") {
+    impl = std::make_unique<evaluate::SimulatedEvaluator>(w.gpu);
+  } else if (flags.evaluator.starts_with("table:") && flags.evaluator.size() > 6) {
+    auto table = std::make_unique<evaluate::TableEvaluator>(w.gpu);
+    // A file without a partition column holds the one partition asked for.
+    std::optional<std::string> key;
+    if (chosen.size() == 1) key = chosen.front()->key;
+    table->add_file(flags.evaluator.substr(6), key);
+    impl = std::move(table);
+  } else {
+    throw InputError({"", 0, 0, "--evaluator"}, fmt::format("expected sim or table:FILE, got '{}'", flags.evaluator));
+  }
+  const evaluate::Evaluator evaluator(std::move(impl));
+  const bool model = evaluator.provenance() == evaluate::Provenance::kModel;
+  const nlohmann::json identity = workload_identity(w);
+
+  std::vector<search::PreparedSearch> prepared;
+  std::vector<std::filesystem::path> journals;
+  for (const workload::Partition* p : chosen) {
+    prepared.push_back(search::prepare_search(*p, w.gpu, options));
+    journals.push_back(journal_path(flags, p->key, chosen.size() > 1));
+    search::Journal::check(journals.back(), {identity, p->key, evaluator.name()});
+  }
+
+  fmt::print("{}\n", describe(w));
+  fmt::print("Evaluator: {}\n", model ? fmt::format("{} (the simulated GPU model: a model, not a measurement)", evaluator.name())
+                                      : fmt::format("{} (measured samples)", evaluator.name()));
+  fmt::print("Energy: one GPU running the partition once (J); effective energy = energy − {} W × time\n",
+             w.gpu.static_power_w);
+
+  std::fflush(stdout);
+  ProgressPrinter printer(::isatty(STDERR_FILENO) != 0);
+  nlohmann::ordered_json summary_parts = nlohmann::ordered_json::object();
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    const search::PreparedSearch& ps = prepared[i];
+    printer.start(ps.partition->key, i, prepared.size());
+    search::SearchProgress last;
+    search::PartitionSearchResult r = search::run_prepared_search(ps, evaluator, identity, journals[i],
+                                                                  [&](const search::SearchProgress& p) {
+                                                                    last = p;
+                                                                    printer.update(p);
+                                                                  });
+    printer.update(last, true);
+    const std::string& key = r.key;
+    outputs.emplace_back(key + ".frontier.csv", search::frontier_csv(r.frontier));
+    outputs.emplace_back(key + ".effective.frontier.csv", search::frontier_csv(r.effective_frontier));
+    summary_parts[key] = {
+        {"grid_size", r.grid_size},
+        {"budget", r.budget},
+        {"measurements", r.outcome.measurements.size()},
+        {"measured_this_run", r.outcome.measured_now},
+        {"failed", r.failed},
+        {"stop", std::string(search::to_string(r.outcome.stop))},
+        {"frontier_points", r.frontier.size()},
+        {"effective_frontier_points", r.effective_frontier.size()},
+        {"hypervolume", {{"value_j_s", r.hypervolume.hypervolume},
+                         {"objectives", "time (s) x real energy (J) of one GPU"},
+                         {"reference", {{"time_s", r.hypervolume.reference.time_s},
+                                        {"energy_j", r.hypervolume.reference.energy_j}}}}},
+        {"journal", journals[i].string()},
+    };
+    fmt::print("  {:<14} {:>5} knobs, {:>4} measured ({:.1f}%), {:>3} on the frontier, {:>3} on the effective frontier, "
+               "stop: {}\n",
+               key, r.grid_size, r.outcome.measurements.size(),
+               100.0 * static_cast<double>(r.outcome.measurements.size()) / static_cast<double>(std::max<std::size_t>(1, r.grid_size)),
+               r.frontier.size(), r.effective_frontier.size(), search::to_string(r.outcome.stop));
+  }
+
+  nlohmann::ordered_json summary;
+  summary["format"] = "kareus-search-summary";
+  summary["version"] = 1;
+  summary["workload"] = nlohmann::ordered_json::parse(identity.dump());
+  summary["evaluator"] = evaluator.name();
+  summary["provenance"] = model ? "model" : "measurement";
+  summary["mode"] = flags.mode;
+  summary["seed"] = flags.seed;
+  summary["batch"] = flags.batch;
+  summary["energy_scope"] = "one GPU running the partition once";
+  summary["static_power_w"] = w.gpu.static_power_w;
+  summary["partitions"] = summary_parts;
+  const std::filesystem::path dir = flags.out;
+  for (const auto& [name, content] : outputs) write_file_atomic(dir / name, content);
+  write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
+  fmt::print("Wrote {}/summary.json and {} frontier files\n", dir.string(), outputs.size());
+  return 0;
+}
+
+}  // namespace
+
+Action register_search(CLI::App& app) {
+  auto flags = std::make_shared<SearchFlags>();
+  CLI::App* cmd = app.add_subcommand("search", "Find each partition's time-energy frontier over its knobs");
+  add_workload_flags(*cmd, flags->workload);
+  cmd->add_option("--partition", flags->partition, "Partition key (see kareus partitions), or all")->capture_default_str();
+  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU) or table:FILE (measured samples)")
+      ->capture_default_str();
+  cmd->add_option("--mode", flags->mode, "mobo (multi-pass Bayesian optimisation) or exhaustive")->capture_default_str();
+  cmd->add_option("--budget", flags->budget,
+                  "Measurements per partition, the journal's included (default: 15% of the grid, at least the "
+                  "initial design)");
+  cmd->add_option("--batch", flags->batch, "Knobs chosen per MOBO batch (measured in parallel when the evaluator allows)")
+      ->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "Seed of the initial design")->capture_default_str();
+  cmd->add_option("--initial", flags->initial,
+                  "Latin hypercube points of the initial design, besides the baselines' knobs (default: 2% of the "
+                  "grid, at least features + 1)");
+  cmd->add_option("--journal", flags->journal,
+                  "JSONL journal to record into and resume from (default: DIR/<key>.journal.jsonl; with --partition "
+                  "all, FILE becomes one journal per key: STEM.<key>.EXT)");
+  cmd->add_option("--out", flags->out, "Output directory: <key>.frontier.csv, <key>.effective.frontier.csv, summary.json")
+      ->required();
+  cmd->add_option("--clocks", flags->clocks, "SM clocks LO:HI:STEP in MHz (snapped to the GPU's)")->capture_default_str();
+  cmd->add_option("--sms", flags->sms, "SM levels LO:HI:STEP for the collective (default 3:30:3 for TP, 1:20:1 for CP)");
+  cmd->add_option("--sequential-sms", flags->sequential_sms, "SMs of the collective in the sequential knob")
+      ->capture_default_str();
+  cmd->add_flag("--no-baselines", flags->no_baselines,
+                "Do not force the sequential and nanobatching knobs at every clock into the initial design");
+  cmd->add_option("--stop-threshold", flags->stop_threshold,
+                  "Stop MOBO when the predicted relative hypervolume gain stays below this for two batches");
+  cmd->add_flag("--serial", flags->serial, "Measure one knob at a time even when the evaluator allows more");
+  return [flags] { return run_search_command(*flags); };
+}
+
+}  // namespace kareus::cli

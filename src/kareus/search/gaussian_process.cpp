@@ -1,0 +1,257 @@
+#include "kareus/search/gaussian_process.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlopt.hpp>
+#include <numbers>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::search {
+namespace {
+
+const double kSqrt5 = std::sqrt(5.0);
+
+// Matérn-5/2 kernel matrix between the rows of two length-scale-scaled matrices.
+Eigen::MatrixXd kernel(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b, double signal_variance) {
+  Eigen::MatrixXd k(a.rows(), b.rows());
+  for (Eigen::Index j = 0; j < b.rows(); ++j) {
+    for (Eigen::Index i = 0; i < a.rows(); ++i) {
+      k(i, j) = signal_variance * matern52((a.row(i) - b.row(j)).norm());
+    }
+  }
+  return k;
+}
+
+Eigen::MatrixXd scale_columns(const Eigen::MatrixXd& x, const Eigen::VectorXd& length_scales) {
+  return x * length_scales.cwiseInverse().asDiagonal();
+}
+
+// Parameter vector of the optimiser: log length scales, log signal variance, log noise variance.
+std::vector<double> to_log_params(const GpHyperparameters& h) {
+  std::vector<double> p;
+  for (Eigen::Index d = 0; d < h.length_scales.size(); ++d) p.push_back(std::log(h.length_scales(d)));
+  p.push_back(std::log(h.signal_variance));
+  p.push_back(std::log(h.noise_variance));
+  return p;
+}
+
+GpHyperparameters from_log_params(const std::vector<double>& p) {
+  GpHyperparameters h;
+  auto d = static_cast<Eigen::Index>(p.size() - 2);
+  h.length_scales.resize(d);
+  for (Eigen::Index i = 0; i < d; ++i) h.length_scales(i) = std::exp(p[static_cast<std::size_t>(i)]);
+  h.signal_variance = std::exp(p[p.size() - 2]);
+  h.noise_variance = std::exp(p[p.size() - 1]);
+  return h;
+}
+
+GpHyperparameters clamped(GpHyperparameters h, const GpFitOptions& o) {
+  for (Eigen::Index d = 0; d < h.length_scales.size(); ++d) {
+    h.length_scales(d) = std::clamp(h.length_scales(d), o.min_length_scale, o.max_length_scale);
+  }
+  h.signal_variance = std::clamp(h.signal_variance, 1e-3, 1e3);
+  h.noise_variance = std::clamp(h.noise_variance, o.min_noise_variance, o.max_noise_variance);
+  return h;
+}
+
+struct Objective {
+  const GaussianProcess* gp;
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<double> best_params;
+};
+
+double objective(const std::vector<double>& p, std::vector<double>& grad, void* data) {
+  auto* o = static_cast<Objective*>(data);
+  Eigen::VectorXd g;
+  double value = o->gp->log_marginal_likelihood(from_log_params(p), grad.empty() ? nullptr : &g);
+  if (!std::isfinite(value)) {
+    // A failed factorisation: steer the optimiser away without a gradient to follow.
+    std::fill(grad.begin(), grad.end(), 0.0);
+    return -1e300;
+  }
+  for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = g(static_cast<Eigen::Index>(i));
+  if (value > o->best) {
+    o->best = value;
+    o->best_params = p;
+  }
+  return value;
+}
+
+}  // namespace
+
+double matern52(double r) {
+  double s = kSqrt5 * r;
+  return (1.0 + s + s * s / 3.0) * std::exp(-s);
+}
+
+Eigen::VectorXd GpPrediction::covariance_with(Eigen::Index j) const {
+  Eigen::VectorXd prior(points_.rows());
+  for (Eigen::Index i = 0; i < points_.rows(); ++i) {
+    prior(i) = signal_variance_ * matern52((points_.row(i) - points_.row(j)).norm());
+  }
+  Eigen::VectorXd c = prior - v_.transpose() * v_.col(j);
+  if (scale_.size() == 0) return c;
+  return (c.array() * scale_.array() * scale_(j)).matrix();
+}
+
+double GpPrediction::noise_variance(Eigen::Index j) const {
+  return scale_.size() == 0 ? noise_variance_ : noise_variance_ * scale_(j) * scale_(j);
+}
+
+GpPrediction GpPrediction::exponentiated() const {
+  KAREUS_CHECK(scale_.size() == 0, "a prediction exponentiated twice");
+  GpPrediction p = *this;
+  p.scale_ = mean_.array().exp().matrix();
+  p.mean_ = p.scale_;
+  p.variance_ = (variance_.array() * p.scale_.array().square()).matrix();
+  return p;
+}
+
+GaussianProcess::GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y) : x_(std::move(x)) {
+  KAREUS_CHECK(x_.rows() == y.size() && x_.rows() >= 1, "GP needs one target per training row");
+  KAREUS_CHECK(x_.allFinite() && y.allFinite(), "GP training data must be finite");
+  y_mean_ = y.mean();
+  double var = (y.array() - y_mean_).square().mean();
+  y_scale_ = var > 0 ? std::sqrt(var) : 1.0;
+  if (y_scale_ < 1e-12 * std::max(1.0, std::abs(y_mean_))) y_scale_ = 1.0;
+  y_ = (y.array() - y_mean_) / y_scale_;
+}
+
+GpHyperparameters GaussianProcess::default_hyperparameters(Eigen::Index features) {
+  GpHyperparameters h;
+  h.length_scales = Eigen::VectorXd::Constant(features, 0.5);
+  h.signal_variance = 1.0;
+  h.noise_variance = 1e-4;
+  return h;
+}
+
+double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eigen::VectorXd* gradient) const {
+  const Eigen::Index n = x_.rows();
+  const Eigen::Index d = x_.cols();
+  Eigen::MatrixXd xs = scale_columns(x_, h.length_scales);
+  Eigen::MatrixXd k = kernel(xs, xs, h.signal_variance);
+  k.diagonal().array() += h.noise_variance;
+  Eigen::LLT<Eigen::MatrixXd> chol(k);
+  if (chol.info() != Eigen::Success) return -std::numeric_limits<double>::infinity();
+  Eigen::VectorXd alpha = chol.solve(y_);
+  double log_det = 2.0 * chol.matrixLLT().diagonal().array().log().sum();
+  double value = -0.5 * y_.dot(alpha) - 0.5 * log_det - 0.5 * static_cast<double>(n) * std::log(2 * std::numbers::pi);
+  if (!gradient) return value;
+
+  // d/dθ = ½ tr((ααᵀ − K⁻¹) ∂K/∂θ), θ the log parameters.
+  Eigen::MatrixXd w = alpha * alpha.transpose() - chol.solve(Eigen::MatrixXd::Identity(n, n));
+  gradient->setZero(d + 2);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    for (Eigen::Index i = j + 1; i < n; ++i) {
+      Eigen::ArrayXd diff2 = (xs.row(i) - xs.row(j)).array().square().transpose();
+      double r = std::sqrt(diff2.sum());
+      double s = kSqrt5 * r;
+      // ∂k/∂log ℓ_d = σ² (5/3)(1 + √5 r) e^{−√5 r} (Δ_d/ℓ_d)²; counted twice for (i, j) and (j, i).
+      double common = 2.0 * w(i, j) * h.signal_variance * (5.0 / 3.0) * (1.0 + s) * std::exp(-s);
+      gradient->head(d).array() += common * diff2;
+    }
+  }
+  gradient->head(d) *= 0.5;
+  Eigen::MatrixXd kf = k;
+  kf.diagonal().array() -= h.noise_variance;  // ∂K/∂log σ² = K_f
+  (*gradient)(d) = 0.5 * (w.array() * kf.array()).sum();
+  (*gradient)(d + 1) = 0.5 * h.noise_variance * w.trace();
+  return value;
+}
+
+void GaussianProcess::factorise() {
+  x_scaled_ = scale_columns(x_, hyper_.length_scales);
+  Eigen::MatrixXd k = kernel(x_scaled_, x_scaled_, hyper_.signal_variance);
+  double jitter = 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Eigen::MatrixXd kn = k;
+    kn.diagonal().array() += hyper_.noise_variance + jitter;
+    chol_.compute(kn);
+    if (chol_.info() == Eigen::Success) {
+      hyper_.noise_variance += jitter;
+      alpha_ = chol_.solve(y_);
+      return;
+    }
+    jitter = jitter == 0 ? 1e-8 * hyper_.signal_variance : jitter * 10;
+  }
+  throw InternalError("GP kernel matrix is not positive definite even with jitter");
+}
+
+GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpFitOptions& options) {
+  GaussianProcess gp(x, y);
+  const Eigen::Index d = x.cols();
+  std::vector<GpHyperparameters> starts;
+  if (options.warm_start && options.warm_start->length_scales.size() == d) {
+    starts.push_back(clamped(*options.warm_start, options));
+  }
+  if (!options.optimise) {
+    gp.hyper_ = starts.empty() ? default_hyperparameters(d) : starts.front();
+    gp.factorise();
+    return gp;
+  }
+  starts.push_back(default_hyperparameters(d));
+  if (!options.warm_start) {
+    for (double scale : {0.15, 2.0}) {
+      GpHyperparameters h = default_hyperparameters(d);
+      h.length_scales.setConstant(scale);
+      starts.push_back(h);
+    }
+  }
+
+  std::vector<double> lower(static_cast<std::size_t>(d + 2)), upper(static_cast<std::size_t>(d + 2));
+  for (std::size_t i = 0; i < static_cast<std::size_t>(d); ++i) {
+    lower[i] = std::log(options.min_length_scale);
+    upper[i] = std::log(options.max_length_scale);
+  }
+  lower[static_cast<std::size_t>(d)] = std::log(1e-3);
+  upper[static_cast<std::size_t>(d)] = std::log(1e3);
+  lower[static_cast<std::size_t>(d + 1)] = std::log(options.min_noise_variance);
+  upper[static_cast<std::size_t>(d + 1)] = std::log(options.max_noise_variance);
+
+  Objective best{&gp, -std::numeric_limits<double>::infinity(), {}};
+  for (const GpHyperparameters& start : starts) {
+    Objective run{&gp, -std::numeric_limits<double>::infinity(), {}};
+    nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(d + 2));
+    opt.set_lower_bounds(lower);
+    opt.set_upper_bounds(upper);
+    opt.set_max_objective(objective, &run);
+    opt.set_maxeval(options.max_evaluations);
+    opt.set_ftol_rel(1e-7);
+    std::vector<double> p = to_log_params(clamped(start, options));
+    double value = 0;
+    try {
+      opt.optimize(p, value);
+    } catch (const std::exception&) {
+      // Round-off limits and the like: keep the best point the objective saw.
+    }
+    if (run.best > best.best) {
+      best.best = run.best;
+      best.best_params = run.best_params;
+    }
+  }
+  gp.hyper_ = best.best_params.empty() ? default_hyperparameters(d) : from_log_params(best.best_params);
+  gp.factorise();
+  return gp;
+}
+
+GpPrediction GaussianProcess::predict(const Eigen::MatrixXd& points) const {
+  KAREUS_CHECK(points.cols() == x_.cols(), "GP prediction points have the wrong number of features");
+  GpPrediction p;
+  p.points_ = scale_columns(points, hyper_.length_scales);
+  Eigen::MatrixXd ks = kernel(x_scaled_, p.points_, hyper_.signal_variance);
+  p.mean_ = (ks.transpose() * alpha_).array() * y_scale_ + y_mean_;
+  p.v_ = chol_.matrixL().solve(ks);
+  const double scale2 = y_scale_ * y_scale_;
+  p.variance_ = ((hyper_.signal_variance - p.v_.colwise().squaredNorm().array()).max(0.0) * scale2).matrix();
+  p.signal_variance_ = hyper_.signal_variance * scale2;
+  p.noise_variance_ = hyper_.noise_variance * scale2;
+  // covariance_with() works in the target's units: fold the scale into v.
+  p.v_ *= y_scale_;
+  return p;
+}
+
+}  // namespace kareus::search

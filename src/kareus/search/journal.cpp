@@ -1,0 +1,335 @@
+#include "kareus/search/journal.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+
+namespace kareus::search {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+constexpr std::string_view kFormat = "kareus-search-journal";
+constexpr int kVersion = 1;
+// The artifact's fixed threads-per-block of a collective; recorded for compatibility only.
+constexpr int kArtifactBlockSize = 1024;
+// Every header line starts with this, which tells a torn header from a foreign file.
+const std::string kHeaderPrefix = fmt::format("{{\"format\":\"{}\"", kFormat);
+
+std::string encode_header(const JournalHeader& h) {
+  ordered_json doc;
+  doc["format"] = kFormat;
+  doc["version"] = kVersion;
+  doc["partition"] = h.partition;
+  doc["evaluator"] = h.evaluator;
+  doc["workload"] = ordered_json::parse(h.workload.dump());
+  return doc.dump();
+}
+
+JournalHeader decode_header(const std::string& line, const std::string& where) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError({where, 1, 0, ""}, "not a Kareus search journal (the first line is not JSON)");
+  }
+  if (!doc.is_object() || doc.value("format", "") != kFormat) {
+    throw InputError({where, 1, 0, "format"}, "not a Kareus search journal");
+  }
+  if (doc.value("version", 0) != kVersion) {
+    throw InputError({where, 1, 0, "version"},
+                     fmt::format("journal version {} is not supported (expected {})", doc.value("version", 0), kVersion));
+  }
+  try {
+    JournalHeader h;
+    h.partition = doc.at("partition").get<std::string>();
+    h.evaluator = doc.at("evaluator").get<std::string>();
+    h.workload = doc.at("workload");
+    return h;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError({where, 1, 0, ""}, fmt::format("bad journal header: {}", e.what()));
+  }
+}
+
+double number_or_nan(const nlohmann::json& doc, const char* key) {
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return std::nan("");
+  return it->get<double>();
+}
+
+// The differing top-level fields of two workload descriptions, for the refusal message.
+std::string workload_difference(const nlohmann::json& found, const nlohmann::json& wanted) {
+  if (!found.is_object() || !wanted.is_object()) return fmt::format("{} vs {}", found.dump(), wanted.dump());
+  std::string out;
+  auto add = [&](const std::string& key, const nlohmann::json* a, const nlohmann::json* b) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {} vs {}", key, a ? a->dump() : "(none)", b ? b->dump() : "(none)");
+  };
+  for (auto it = found.begin(); it != found.end(); ++it) {
+    auto other = wanted.find(it.key());
+    if (other == wanted.end()) {
+      add(it.key(), &it.value(), nullptr);
+    } else if (*other != it.value()) {
+      add(it.key(), &it.value(), &*other);
+    }
+  }
+  for (auto it = wanted.begin(); it != wanted.end(); ++it) {
+    if (!found.contains(it.key())) add(it.key(), nullptr, &it.value());
+  }
+  return out;
+}
+
+void write_all(int fd, const std::string& data, const std::filesystem::path& path) {
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(fmt::format("{}: write failed: {}", path.string(), std::strerror(errno)));
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) throw Error(fmt::format("{}: fsync failed: {}", path.string(), std::strerror(errno)));
+}
+
+void fsync_directory(const std::filesystem::path& path) {
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+std::string encode_measurement(const Measurement& m) {
+  ordered_json doc;
+  doc["freq"] = m.knob.freq_mhz;
+  doc["overlap_start"] = m.knob.slot;
+  doc["overlap_end"] = "none";
+  doc["sm"] = m.knob.sms;
+  doc["block"] = kArtifactBlockSize;
+  doc["status"] = m.ok ? "ok" : "failed";
+  if (m.ok) {
+    doc["time_s"] = m.time_s;
+    doc["energy_j"] = m.energy_j;
+    doc["effective_energy_j"] = m.effective_energy_j;
+  } else {
+    doc["time_s"] = nullptr;
+    doc["energy_j"] = nullptr;
+    doc["effective_energy_j"] = nullptr;
+    doc["error"] = m.error;
+  }
+  doc["pass"] = to_string(m.pass);
+  doc["batch"] = m.batch;
+  if (m.predicted) {
+    const Prediction& p = *m.predicted;
+    doc["predicted"] = {{"time_s", p.time_s},
+                        {"time_sd_s", p.time_sd_s},
+                        {"energy_j", p.energy_j},
+                        {"energy_sd_j", p.energy_sd_j},
+                        {"effective_energy_j", p.effective_energy_j},
+                        {"effective_energy_sd_j", p.effective_energy_sd_j}};
+  } else {
+    doc["predicted"] = nullptr;
+  }
+  return doc.dump();
+}
+
+Measurement decode_measurement(const std::string& line, const std::string& where) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(where + ": not a JSON line");
+  }
+  try {
+    Measurement m;
+    m.knob.freq_mhz = doc.at("freq").get<double>();
+    m.knob.slot = doc.at("overlap_start").get<std::string>();
+    m.knob.sms = doc.at("sm").get<int>();
+    std::string status = doc.value("status", "ok");
+    if (status != "ok" && status != "failed") throw InputError(where + ": status must be ok or failed");
+    m.ok = status == "ok";
+    m.time_s = number_or_nan(doc, "time_s");
+    m.energy_j = number_or_nan(doc, "energy_j");
+    m.effective_energy_j = number_or_nan(doc, "effective_energy_j");
+    if (m.ok && !(std::isfinite(m.time_s) && std::isfinite(m.energy_j))) {
+      throw InputError(where + ": an ok measurement needs finite time_s and energy_j");
+    }
+    m.error = doc.value("error", "");
+    auto pass = parse_pick_pass(doc.value("pass", "initial"));
+    if (!pass) throw InputError(where + ": unknown pass '" + doc.value("pass", "") + "'");
+    m.pass = *pass;
+    m.batch = doc.value("batch", 0);
+    auto p = doc.find("predicted");
+    if (p != doc.end() && p->is_object()) {
+      m.predicted = Prediction{p->at("time_s").get<double>(),         p->at("time_sd_s").get<double>(),
+                               p->at("effective_energy_j").get<double>(), p->at("effective_energy_sd_j").get<double>(),
+                               p->at("energy_j").get<double>(),       p->at("energy_sd_j").get<double>()};
+    }
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: bad measurement line: {}", where, e.what()));
+  }
+}
+
+JournalContents Journal::read(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  const std::string file = path.string();
+  JournalContents out;
+  if (text.empty()) return out;
+  std::size_t first_newline = text.find('\n');
+  if (first_newline == std::string::npos) {
+    // Nothing complete: a header torn while being written, or something else entirely.
+    bool torn_header = text.size() < kHeaderPrefix.size() ? kHeaderPrefix.starts_with(text) : text.starts_with(kHeaderPrefix);
+    if (!torn_header) throw InputError({file, 1, 0, ""}, "not a Kareus search journal");
+    out.torn_tail = true;
+    return out;
+  }
+  out.header = decode_header(text.substr(0, first_newline), file);
+  out.valid_bytes = first_newline + 1;
+  std::size_t start = first_newline + 1;
+  long line_no = 1;
+  while (start < text.size()) {
+    ++line_no;
+    std::size_t end = text.find('\n', start);
+    const bool complete = end != std::string::npos;
+    const bool last = !complete || end + 1 == text.size();
+    std::string line = text.substr(start, complete ? end - start : std::string::npos);
+    if (!complete) {
+      out.torn_tail = true;  // a write cut short; the newline is written last, in the same write
+      break;
+    }
+    try {
+      out.measurements.push_back(decode_measurement(line, fmt::format("{}:{}", file, line_no)));
+    } catch (const InputError&) {
+      if (!last) throw;
+      out.torn_tail = true;  // garbage after a crash in the last line only
+      break;
+    }
+    out.valid_bytes = end + 1;
+    start = end + 1;
+  }
+  return out;
+}
+
+namespace {
+
+struct Checked {
+  JournalHeader wanted;
+  JournalContents contents;
+  bool has_header = false;
+};
+
+Checked check_journal(const std::filesystem::path& path, const JournalHeader& header) {
+  // Normalise the expected header the way a round trip through the file would.
+  Checked c;
+  c.wanted = decode_header(encode_header(header), path.string());
+  const JournalHeader& wanted = c.wanted;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) || std::filesystem::is_symlink(path, ec)) {
+    c.contents = Journal::read(path);  // throws on unreadable or foreign files, untouched
+  }
+  const JournalContents& contents = c.contents;
+  c.has_header = !contents.header.partition.empty() || !contents.header.evaluator.empty();
+  if (c.has_header) {
+    if (contents.header.partition != wanted.partition) {
+      throw InputError({path.string(), 1, 0, "partition"},
+                       fmt::format("journal belongs to partition '{}', not '{}'; use another --journal",
+                                   contents.header.partition, wanted.partition));
+    }
+    if (contents.header.workload != wanted.workload) {
+      throw InputError({path.string(), 1, 0, "workload"},
+                       fmt::format("journal belongs to another workload ({}); use another --journal",
+                                   workload_difference(contents.header.workload, wanted.workload)));
+    }
+    if (contents.header.evaluator != wanted.evaluator) {
+      throw InputError({path.string(), 1, 0, "evaluator"},
+                       fmt::format("journal was measured with evaluator '{}', not '{}'; use another --journal",
+                                   contents.header.evaluator, wanted.evaluator));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+void Journal::check(const std::filesystem::path& path, const JournalHeader& header) { check_journal(path, header); }
+
+Journal Journal::open(const std::filesystem::path& path, const JournalHeader& header) {
+  Checked checked = check_journal(path, header);
+  const JournalHeader& wanted = checked.wanted;
+  JournalContents& contents = checked.contents;
+  const bool has_header = checked.has_header;
+  std::error_code ec;
+  Journal j;
+  j.path_ = path;
+  j.header_ = wanted;
+  j.measurements_ = std::move(contents.measurements);
+  if (!path.parent_path().empty()) std::filesystem::create_directories(path.parent_path(), ec);
+  j.fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (j.fd_ < 0) {
+    throw InputError({path.string(), 0, 0, ""}, fmt::format("cannot be opened for writing: {}", std::strerror(errno)));
+  }
+  if (contents.torn_tail) {
+    spdlog::warn("{}: dropping a torn last line (a run was interrupted while writing it)", path.string());
+    if (::ftruncate(j.fd_, static_cast<off_t>(has_header ? contents.valid_bytes : 0)) != 0) {
+      throw Error(fmt::format("{}: cannot drop the torn line: {}", path.string(), std::strerror(errno)));
+    }
+  }
+  if (!has_header) {
+    write_all(j.fd_, encode_header(wanted) + "\n", path);
+    fsync_directory(path);
+  }
+  return j;
+}
+
+Journal::Journal(Journal&& other) noexcept
+    : path_(std::move(other.path_)),
+      header_(std::move(other.header_)),
+      measurements_(std::move(other.measurements_)),
+      fd_(other.fd_),
+      mutex_(std::move(other.mutex_)) {
+  other.fd_ = -1;
+}
+
+Journal& Journal::operator=(Journal&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    header_ = std::move(other.header_);
+    measurements_ = std::move(other.measurements_);
+    fd_ = other.fd_;
+    mutex_ = std::move(other.mutex_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::vector<Measurement> Journal::measurements() const {
+  std::lock_guard lock(*mutex_);
+  return measurements_;
+}
+
+void Journal::append(const Measurement& m) {
+  std::string line = encode_measurement(m) + "\n";
+  std::lock_guard lock(*mutex_);
+  KAREUS_CHECK(fd_ >= 0, "append to a closed journal");
+  write_all(fd_, line, path_);
+  measurements_.push_back(m);
+}
+
+}  // namespace kareus::search

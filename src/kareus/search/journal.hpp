@@ -1,0 +1,92 @@
+// The search journal: a JSONL file, one header line naming the workload, the partition and the
+// evaluator, then one line per measurement, appended, flushed and fsynced as each completes.
+// Reopening it resumes a search; a run killed at any moment (SIGKILL included) loses at most the
+// measurements in flight: a torn last line is dropped with a warning.
+//
+// Measurement lines use the field names of the Kareus artifact's eval_results.jsonl for the knob:
+//   freq           SM clock (MHz)                        = Knob::freq_mhz
+//   overlap_start  launch slot of the collective          = Knob::slot ("none": sequential)
+//   overlap_end    where the overlap window must end      = always "none" (no forced end; Kareus
+//                                                           lets the collective run to completion)
+//   sm             SMs given to the collective            = Knob::sms
+//   block          threads per block of the collective    = 1024, the artifact's fixed value
+// and add time_s, energy_j, effective_energy_j, status ("ok" | "failed"), error, pass, batch and
+// predicted {time_s, time_sd_s, energy_j, energy_sd_j, effective_energy_j, effective_energy_sd_j}.
+//
+// Thread-safety: append() may be called from several threads; the rest is single-threaded.
+// Example:
+//   Journal journal = Journal::open("fwd_mlp.journal.jsonl", header);   // creates or resumes
+//   for (const Measurement& m : journal.measurements()) ...;
+//   journal.append(measurement);
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kareus/search/measurement.hpp"
+
+namespace kareus::search {
+
+// The journal's identity: a journal is only resumed by a search of the same workload (any JSON
+// describing it: model, parallelism, GPU, ...), partition and evaluator.
+struct JournalHeader {
+  nlohmann::json workload;
+  std::string partition;
+  std::string evaluator;
+  bool operator==(const JournalHeader&) const = default;
+};
+
+struct JournalContents {
+  JournalHeader header;
+  std::vector<Measurement> measurements;
+  bool torn_tail = false;  // the last line was incomplete (dropped)
+  std::uintmax_t valid_bytes = 0;  // length of the intact part
+};
+
+// Encodes / decodes one measurement line (without the newline). decode throws InputError.
+std::string encode_measurement(const Measurement& m);
+Measurement decode_measurement(const std::string& line, const std::string& where);
+
+class Journal {
+ public:
+  // Reads a journal without changing it. Throws InputError (naming file and line) when it cannot
+  // be read, is not a Kareus search journal, or has a bad line other than the last. An empty file,
+  // or one holding only a torn header, reads as no header (`header.partition` empty).
+  static JournalContents read(const std::filesystem::path& path);
+
+  // Checks, without writing anything, that open(path, header) would accept the file: it is
+  // missing, empty, or a readable journal with this header. Throws InputError otherwise.
+  static void check(const std::filesystem::path& path, const JournalHeader& header);
+
+  // Creates the journal with `header`, or resumes it: checks its header equals `header` (throws
+  // InputError naming what differs, leaving the file untouched), drops a torn last line with a
+  // warning (truncating it away so that appends start on a fresh line), and keeps its
+  // measurements.
+  static Journal open(const std::filesystem::path& path, const JournalHeader& header);
+
+  Journal(Journal&&) noexcept;
+  Journal& operator=(Journal&&) noexcept;
+  ~Journal();
+
+  const std::filesystem::path& path() const { return path_; }
+  const JournalHeader& header() const { return header_; }
+  // Measurements read at open() plus those appended since, in journal order.
+  std::vector<Measurement> measurements() const;
+
+  // Appends one line with a single write, then fsyncs. Throws Error when the write fails.
+  void append(const Measurement& m);
+
+ private:
+  Journal() = default;
+  std::filesystem::path path_;
+  JournalHeader header_;
+  std::vector<Measurement> measurements_;
+  int fd_ = -1;
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
+};
+
+}  // namespace kareus::search

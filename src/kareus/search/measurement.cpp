@@ -1,0 +1,37 @@
+#include "kareus/search/measurement.hpp"
+
+#include <array>
+#include <utility>
+
+namespace kareus::search {
+namespace {
+
+constexpr std::array<std::pair<PickPass, std::string_view>, 9> kPassNames{{
+    {PickPass::kBaseline, "baseline"},
+    {PickPass::kInitial, "initial"},
+    {PickPass::kHvReal, "hv_real"},
+    {PickPass::kHvEffective, "hv_effective"},
+    {PickPass::kFastest, "fastest"},
+    {PickPass::kUncertain, "uncertain"},
+    {PickPass::kBackfill, "backfill"},
+    {PickPass::kExhaustive, "exhaustive"},
+    {PickPass::kRandom, "random"},
+}};
+
+}  // namespace
+
+std::string_view to_string(PickPass pass) {
+  for (const auto& [p, name] : kPassNames) {
+    if (p == pass) return name;
+  }
+  return "unknown";
+}
+
+std::optional<PickPass> parse_pick_pass(std::string_view text) {
+  for (const auto& [p, name] : kPassNames) {
+    if (name == text) return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kareus::search

@@ -1,0 +1,172 @@
+#include "kareus/search/partition_search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::search {
+
+std::optional<SearchMode> parse_search_mode(std::string_view text) {
+  if (text == "mobo") return SearchMode::kMobo;
+  if (text == "exhaustive") return SearchMode::kExhaustive;
+  return std::nullopt;
+}
+
+std::string_view to_string(SearchMode mode) { return mode == SearchMode::kMobo ? "mobo" : "exhaustive"; }
+
+std::vector<double> grid_clocks_mhz(const hardware::GpuSpec& gpu, const GridOptions& grid) {
+  if (!(grid.clock_step_mhz > 0) || !(grid.min_clock_mhz <= grid.max_clock_mhz)) {
+    throw InputError({"", 0, 0, "--clocks"}, "expected LO:HI:STEP with LO <= HI and STEP > 0");
+  }
+  std::vector<double> clocks;
+  for (double f = grid.min_clock_mhz; f <= grid.max_clock_mhz + 1e-9; f += grid.clock_step_mhz) {
+    double snapped = gpu.nearest_clock_mhz(f);
+    if (clocks.empty() || snapped > clocks.back()) clocks.push_back(snapped);
+  }
+  return clocks;
+}
+
+std::vector<int> default_sm_levels(const workload::Partition& partition) {
+  std::vector<int> levels;
+  if (!partition.collective) return levels;
+  if (partition.collective->group == workload::ParallelGroup::kContext) {
+    for (int s = 1; s <= 20; ++s) levels.push_back(s);
+  } else {
+    for (int s = 3; s <= 30; s += 3) levels.push_back(s);
+  }
+  return levels;
+}
+
+KnobSpace knob_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid) {
+  std::vector<double> clocks = grid_clocks_mhz(gpu, grid);
+  std::vector<int> sms = grid.sms ? *grid.sms : default_sm_levels(partition);
+  std::vector<std::string> slots;
+  if (partition.collective) {
+    for (const auto& slot : partition.slots) slots.push_back(slot.name);
+    if (slots.empty()) sms.clear();
+    for (int s : sms) {
+      if (s < 1 || s > gpu.sms - 1) {
+        throw InputError({"", 0, 0, "--sms"}, fmt::format("{} SMs does not fit {} ({} SMs)", s, gpu.name, gpu.sms));
+      }
+    }
+    if (grid.sequential_sms < 1 || grid.sequential_sms > gpu.sms - 1) {
+      throw InputError({"", 0, 0, "--sequential-sms"},
+                       fmt::format("{} SMs does not fit {} ({} SMs)", grid.sequential_sms, gpu.name, gpu.sms));
+    }
+  }
+  return KnobSpace::make(std::move(clocks), std::move(sms), std::move(slots), partition.collective ? grid.sequential_sms : 0);
+}
+
+std::size_t default_initial_points(const KnobSpace& space) {
+  const auto features = static_cast<std::size_t>(space.features().cols());
+  const auto two_percent = static_cast<std::size_t>(std::ceil(0.02 * static_cast<double>(space.size())));
+  return std::max(two_percent, features + 1);
+}
+
+PreparedSearch prepare_search(const workload::Partition& partition, const hardware::GpuSpec& gpu,
+                              const PartitionSearchOptions& options) {
+  if (options.batch_size < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
+  PreparedSearch p;
+  p.partition = &partition;
+  p.space = knob_space_for(partition, gpu, options.grid);
+  p.options = options;
+  p.mobo.batch_size = options.batch_size;
+  p.mobo.initial.latin_hypercube_points = options.initial_points.value_or(default_initial_points(p.space));
+  p.mobo.initial.seed = options.seed;
+  p.mobo.initial.include_baseline_knobs = options.include_baseline_knobs;
+  p.mobo.stop_threshold = options.stop_threshold;
+  if (options.mode == SearchMode::kMobo) p.initial_design_size = p.space.initial_design_size(p.mobo.initial);
+  const auto fifteen_percent = static_cast<std::size_t>(std::ceil(0.15 * static_cast<double>(p.space.size())));
+  // Exhaustive means the whole grid unless the caller caps it.
+  const std::size_t default_budget =
+      options.mode == SearchMode::kExhaustive ? p.space.size() : std::max(fifteen_percent, p.initial_design_size);
+  p.budget = options.budget.value_or(default_budget);
+  if (p.budget < 1) throw InputError({"", 0, 0, "--budget"}, "the budget must be at least 1 measurement");
+  if (options.mode == SearchMode::kMobo && p.budget < p.initial_design_size) {
+    throw InputError({"", 0, 0, "--budget"},
+                     fmt::format("budget {} is below the initial design of partition {} ({} knobs: {} baseline "
+                                 "knobs and {} Latin hypercube points)",
+                                 p.budget, partition.key, p.initial_design_size,
+                                 p.initial_design_size - std::min(p.initial_design_size, p.mobo.initial.latin_hypercube_points),
+                                 std::min(p.initial_design_size, p.mobo.initial.latin_hypercube_points)));
+  }
+  return p;
+}
+
+MeasureFn measure_with(const evaluate::Evaluator& evaluator, const workload::Partition& partition) {
+  return [&evaluator, &partition](const Knob& knob) {
+    evaluate::EvalResult r = evaluator.evaluate(partition, knob);
+    if (!r.ok()) throw DeviceError(fmt::format("{}: {}", evaluate::to_string(r.status), r.message));
+    return TimeEnergy{r.time_s, r.energy_j};
+  };
+}
+
+namespace {
+
+std::vector<Measurement> pareto_of(const std::vector<Measurement>& ms, bool effective) {
+  std::vector<TimeEnergy> points;
+  for (const Measurement& m : ms) points.push_back({m.time_s, effective ? m.effective_energy_j : m.energy_j});
+  std::vector<Measurement> out;
+  for (std::size_t i : pareto_indices(points)) out.push_back(ms[i]);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Measurement> real_frontier(const std::vector<Measurement>& successful) { return pareto_of(successful, false); }
+std::vector<Measurement> effective_frontier(const std::vector<Measurement>& successful) { return pareto_of(successful, true); }
+
+std::string frontier_csv(const std::vector<Measurement>& frontier) {
+  std::string out = "freq_mhz,sms,slot,time_s,energy_j,effective_energy_j\n";
+  for (const Measurement& m : frontier) {
+    out += fmt::format("{},{},{},{:.9g},{:.9g},{:.9g}\n", m.knob.freq_mhz, m.knob.sms, m.knob.slot, m.time_s, m.energy_j,
+                       m.effective_energy_j);
+  }
+  return out;
+}
+
+PartitionSearchResult run_prepared_search(const PreparedSearch& prepared, const evaluate::Evaluator& evaluator,
+                                          const nlohmann::json& workload_identity,
+                                          const std::optional<std::filesystem::path>& journal_path,
+                                          const std::function<void(const SearchProgress&)>& progress) {
+  const workload::Partition& partition = *prepared.partition;
+  std::optional<Journal> journal;
+  if (journal_path) journal = Journal::open(*journal_path, {workload_identity, partition.key, evaluator.name()});
+
+  std::unique_ptr<Strategy> strategy;
+  if (prepared.options.mode == SearchMode::kMobo) {
+    strategy = std::make_unique<MoboStrategy>(prepared.mobo);
+  } else {
+    strategy = std::make_unique<ExhaustiveStrategy>(std::max<std::size_t>(prepared.options.batch_size, 64));
+  }
+  SearchOptions options;
+  options.budget = prepared.budget;
+  options.static_power_w = evaluator.gpu().static_power_w;
+  options.max_failures = prepared.options.max_failures;
+  options.parallel = prepared.options.parallel;
+
+  PartitionSearchResult r;
+  r.key = partition.key;
+  r.grid_size = prepared.space.size();
+  r.budget = prepared.budget;
+  r.outcome = run_search(prepared.space, *strategy, measure_with(evaluator, partition), evaluator.thread_safe(),
+                         journal ? &*journal : nullptr, options, progress);
+  r.successful = successful(prepared.space, r.outcome.measurements);
+  // Grid order, not completion order: the outputs do not depend on how measurements interleaved.
+  std::sort(r.successful.begin(), r.successful.end(), [&](const Measurement& a, const Measurement& b) {
+    return *prepared.space.index_of(a.knob) < *prepared.space.index_of(b.knob);
+  });
+  for (Measurement& m : r.successful) m.effective_energy_j = m.energy_j - options.static_power_w * m.time_s;
+  for (const Measurement& m : r.outcome.measurements) r.failed += m.ok ? 0 : 1;
+  r.frontier = real_frontier(r.successful);
+  r.effective_frontier = effective_frontier(r.successful);
+  std::vector<TimeEnergy> points;
+  for (const Measurement& m : r.successful) points.push_back({m.time_s, m.energy_j});
+  r.hypervolume = frontier_hypervolume(points);
+  return r;
+}
+
+}  // namespace kareus::search

@@ -1,0 +1,113 @@
+// Searching one partition of a workload with an Evaluator: the glue between the search (which
+// knows knobs and measurements) and the workload/evaluate modules (which know partitions and what
+// a knob costs). Builds the partition's knob grid on the GPU, checks the request before anything
+// is touched, runs the chosen strategy against a resumable journal, and returns the frontiers.
+//
+// Thread-safety: prepare_search() is pure; run_prepared_search() measures in parallel when the
+// evaluator declares itself thread-safe.
+// Example:
+//   PartitionSearchOptions o;  o.mode = SearchMode::kMobo;  o.budget = 150;  o.seed = 1;
+//   PreparedSearch p = prepare_search(partition, evaluator.gpu(), o);        // throws InputError
+//   PartitionSearchResult r = run_prepared_search(p, evaluator, identity, "fwd_mlp.journal.jsonl");
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kareus/core/pareto.hpp"
+#include "kareus/evaluate/evaluator.hpp"
+#include "kareus/search/knob_space.hpp"
+#include "kareus/search/search.hpp"
+#include "kareus/search/strategy.hpp"
+#include "kareus/workload/partition.hpp"
+
+namespace kareus::search {
+
+enum class SearchMode : std::uint8_t { kMobo, kExhaustive };
+std::optional<SearchMode> parse_search_mode(std::string_view text);  // "mobo" | "exhaustive"
+std::string_view to_string(SearchMode mode);
+
+// The grid of the Kareus evaluation unless told otherwise: SM clocks 900–1410 MHz in 30 MHz
+// steps (snapped to clocks the GPU supports), 3–30 SMs in steps of 3 for tensor-parallel
+// collectives and 1–20 for context-parallel ones.
+struct GridOptions {
+  double min_clock_mhz = 900;
+  double max_clock_mhz = 1410;
+  double clock_step_mhz = 30;
+  std::optional<std::vector<int>> sms;  // overrides the per-collective default
+  int sequential_sms = kDefaultNanobatchingSms;  // SMs of the sequential knob's collective
+};
+
+std::vector<double> grid_clocks_mhz(const hardware::GpuSpec& gpu, const GridOptions& grid);
+std::vector<int> default_sm_levels(const workload::Partition& partition);
+// Throws InputError when the grid is empty or an SM level does not fit the GPU.
+KnobSpace knob_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid);
+
+struct PartitionSearchOptions {
+  SearchMode mode = SearchMode::kMobo;
+  std::optional<std::size_t> budget;  // default: the whole grid (exhaustive), else ceil(15% of it), at least the initial design
+  std::size_t batch_size = 8;
+  std::uint64_t seed = 0;
+  // Latin hypercube points of the initial design; default: default_initial_points().
+  std::optional<std::size_t> initial_points;
+  bool include_baseline_knobs = true;  // see InitialDesignOptions
+  std::optional<double> stop_threshold;
+  int max_failures = 2;
+  bool parallel = true;
+  GridOptions grid;
+};
+
+// Latin hypercube points when the caller does not say: 2% of the grid, at least features + 1 (the
+// baselines' knobs already cover every clock).
+std::size_t default_initial_points(const KnobSpace& space);
+
+// A checked request for one partition: nothing has been measured or written yet.
+struct PreparedSearch {
+  const workload::Partition* partition = nullptr;
+  KnobSpace space;
+  std::size_t budget = 0;
+  std::size_t initial_design_size = 0;  // 0 in exhaustive mode
+  PartitionSearchOptions options;
+  MoboOptions mobo;
+};
+
+// Throws InputError for a bad request: batch < 1, a budget below the initial design (MOBO) or
+// below 1, a grid that does not fit the GPU.
+PreparedSearch prepare_search(const workload::Partition& partition, const hardware::GpuSpec& gpu,
+                              const PartitionSearchOptions& options);
+
+// Measures a knob with the evaluator; a failed or unmeasured result is thrown as a DeviceError
+// (recorded as a failed measurement by the search), an invalid knob as an InputError.
+MeasureFn measure_with(const evaluate::Evaluator& evaluator, const workload::Partition& partition);
+
+struct PartitionSearchResult {
+  std::string key;
+  std::size_t grid_size = 0;
+  std::size_t budget = 0;
+  SearchOutcome outcome;
+  std::vector<Measurement> successful;          // one per measured knob
+  std::vector<Measurement> frontier;            // Pareto in (real energy, time), time ascending
+  std::vector<Measurement> effective_frontier;  // Pareto in (effective energy, time)
+  FrontierHypervolume hypervolume;              // of the real-energy frontier
+  std::size_t failed = 0;
+};
+
+// Runs a prepared search. `journal` empty = in memory only. The journal header carries
+// `workload_identity`, the partition key and the evaluator's name.
+PartitionSearchResult run_prepared_search(const PreparedSearch& prepared, const evaluate::Evaluator& evaluator,
+                                          const nlohmann::json& workload_identity,
+                                          const std::optional<std::filesystem::path>& journal,
+                                          const std::function<void(const SearchProgress&)>& progress = {});
+
+// The Pareto subsets of measurements, time ascending.
+std::vector<Measurement> real_frontier(const std::vector<Measurement>& successful);
+std::vector<Measurement> effective_frontier(const std::vector<Measurement>& successful);
+// CSV with columns freq_mhz,sms,slot,time_s,energy_j,effective_energy_j.
+std::string frontier_csv(const std::vector<Measurement>& frontier);
+
+}  // namespace kareus::search

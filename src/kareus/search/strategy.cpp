@@ -1,0 +1,201 @@
+#include "kareus/search/strategy.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "kareus/core/error.hpp"
+#include "kareus/search/random.hpp"
+
+namespace kareus::search {
+
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::kBudgetSpent:
+      return "budget";
+    case StopReason::kGridExhausted:
+      return "grid";
+    case StopReason::kNoPredictedImprovement:
+      return "converged";
+  }
+  return "unknown";
+}
+
+SearchState::SearchState(const KnobSpace& space, double static_power_w, int max_failures)
+    : space_(&space),
+      static_power_w_(static_power_w),
+      max_failures_(std::max(1, max_failures)),
+      ok_(space.size()),
+      failures_(space.size(), 0),
+      failed_this_run_(space.size(), false) {}
+
+void SearchState::add(const Measurement& m) {
+  ++count_;
+  next_batch_ = std::max(next_batch_, m.batch + 1);
+  std::optional<std::size_t> i = space_->index_of(m.knob);
+  if (!i) return;
+  if (m.ok) {
+    if (!ok_[*i]) {
+      Measurement copy = m;
+      copy.effective_energy_j = m.energy_j - static_power_w_ * m.time_s;
+      ok_[*i] = std::move(copy);
+    }
+  } else {
+    ++failures_[*i];
+    if (run_started_) failed_this_run_[*i] = true;
+  }
+}
+
+std::vector<std::size_t> SearchState::measured() const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < ok_.size(); ++i) {
+    if (ok_[i]) out.push_back(i);
+  }
+  return out;
+}
+
+bool SearchState::is_eligible(std::size_t i) const {
+  return !ok_[i] && failures_[i] < max_failures_ && !failed_this_run_[i];
+}
+
+std::size_t SearchState::eligible_count() const {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < ok_.size(); ++i) n += is_eligible(i) ? 1 : 0;
+  return n;
+}
+
+std::vector<TimeEnergy> SearchState::real_points() const {
+  std::vector<TimeEnergy> out;
+  for (std::size_t i : measured()) out.push_back({ok_[i]->time_s, ok_[i]->energy_j});
+  return out;
+}
+
+std::vector<TimeEnergy> SearchState::effective_points() const {
+  std::vector<TimeEnergy> out;
+  for (std::size_t i : measured()) out.push_back({ok_[i]->time_s, ok_[i]->effective_energy_j});
+  return out;
+}
+
+ProposalBatch ExhaustiveStrategy::propose(const SearchState& state, std::size_t max_count) {
+  ProposalBatch out;
+  const std::size_t limit = std::min(max_count, std::max<std::size_t>(1, batch_size_));
+  const int batch = state.next_batch();
+  for (std::size_t i = 0; i < state.space().size() && out.proposals.size() < limit; ++i) {
+    if (state.is_eligible(i)) out.proposals.push_back({i, PickPass::kExhaustive, std::nullopt, batch});
+  }
+  if (out.proposals.empty()) out.stop = StopReason::kGridExhausted;
+  return out;
+}
+
+ProposalBatch RandomStrategy::propose(const SearchState& state, std::size_t max_count) {
+  if (order_.size() != state.space().size()) {
+    order_.resize(state.space().size());
+    std::iota(order_.begin(), order_.end(), std::size_t{0});
+    Rng rng(seed_);
+    rng.shuffle(order_);
+  }
+  ProposalBatch out;
+  const std::size_t limit = std::min(max_count, std::max<std::size_t>(1, batch_size_));
+  const int batch = state.next_batch();
+  for (std::size_t i : order_) {
+    if (out.proposals.size() >= limit) break;
+    if (state.is_eligible(i)) out.proposals.push_back({i, PickPass::kRandom, std::nullopt, batch});
+  }
+  if (out.proposals.empty()) out.stop = StopReason::kGridExhausted;
+  return out;
+}
+
+MoboStrategy::MoboStrategy(MoboOptions options) : options_(std::move(options)) {
+  if (options_.batch_size < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
+}
+
+ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_count) {
+  ProposalBatch out;
+  const KnobSpace& space = state.space();
+  if (state.eligible_count() == 0) {
+    out.stop = StopReason::kGridExhausted;
+    return out;
+  }
+
+  // The initial design first, all of it in one batch (it needs no model).
+  std::vector<std::size_t> design = space.initial_design(options_.initial);
+  std::vector<std::size_t> baselines;
+  if (options_.initial.include_baseline_knobs) baselines = space.baseline_knobs(options_.initial.nanobatching_sms);
+  for (std::size_t i : design) {
+    if (out.proposals.size() >= max_count) break;
+    if (!state.is_eligible(i)) continue;
+    bool baseline = std::find(baselines.begin(), baselines.end(), i) != baselines.end();
+    out.proposals.push_back({i, baseline ? PickPass::kBaseline : PickPass::kInitial, std::nullopt, 0});
+  }
+  if (!out.proposals.empty()) return out;
+
+  const std::vector<std::size_t> measured = state.measured();
+  std::vector<std::size_t> candidates;
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    if (state.is_eligible(i)) candidates.push_back(i);
+  }
+  const int batch = std::max(1, state.next_batch());
+  const std::size_t count = std::min({max_count, options_.batch_size, candidates.size()});
+  if (measured.empty()) {
+    // Nothing succeeded yet (everything failed): no model to ask; take the grid in order.
+    for (std::size_t k = 0; k < count; ++k) out.proposals.push_back({candidates[k], PickPass::kUncertain, std::nullopt, batch});
+    return out;
+  }
+
+  // Fit the two surrogates on the measured knobs (ascending index: order-independent).
+  const Eigen::MatrixXd& features = space.features();
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(measured.size()), features.cols());
+  Eigen::VectorXd y_time(x.rows()), y_energy(x.rows());
+  for (std::size_t r = 0; r < measured.size(); ++r) {
+    const auto row = static_cast<Eigen::Index>(r);
+    x.row(row) = features.row(static_cast<Eigen::Index>(measured[r]));
+    y_time(row) = state.measurement(measured[r]).time_s;
+    y_energy(row) = state.measurement(measured[r]).effective_energy_j;
+  }
+  GpFitOptions time_fit = options_.gp, energy_fit = options_.gp;
+  if (time_model_) time_fit.warm_start = time_model_->hyperparameters();
+  if (energy_model_) energy_fit.warm_start = energy_model_->hyperparameters();
+  const bool log_time = options_.log_targets && (y_time.array() > 0).all();
+  const bool log_energy = options_.log_targets && (y_energy.array() > 0).all();
+  // A model switching scale (a non-positive observation appeared) starts afresh.
+  if (log_time != time_log_) time_fit.warm_start.reset();
+  if (log_energy != energy_log_) energy_fit.warm_start.reset();
+  time_log_ = log_time;
+  energy_log_ = log_energy;
+  time_model_ = GaussianProcess::fit(x, log_time ? Eigen::VectorXd(y_time.array().log()) : y_time, time_fit);
+  energy_model_ = GaussianProcess::fit(x, log_energy ? Eigen::VectorXd(y_energy.array().log()) : y_energy, energy_fit);
+
+  Eigen::MatrixXd xc(static_cast<Eigen::Index>(candidates.size()), features.cols());
+  for (std::size_t r = 0; r < candidates.size(); ++r) {
+    xc.row(static_cast<Eigen::Index>(r)) = features.row(static_cast<Eigen::Index>(candidates[r]));
+  }
+  GpPrediction time_pred = time_model_->predict(xc);
+  GpPrediction energy_pred = energy_model_->predict(xc);
+  if (log_time) time_pred = time_pred.exponentiated();
+  if (log_energy) energy_pred = energy_pred.exponentiated();
+  std::vector<Observed> observed;
+  for (std::size_t i : measured) {
+    observed.push_back({state.measurement(i).time_s, state.measurement(i).effective_energy_j});
+  }
+  BatchOptions batch_options;
+  batch_options.batch_size = count;
+  batch_options.shares = options_.shares;
+  batch_options.static_power_w = state.static_power_w();
+  batch_options.expected_improvement = options_.expected_improvement;
+  batch_options.optimism = options_.optimism;
+  batch_options.liar = options_.liar;
+  batch_options.reference_margin = options_.reference_margin;
+  BatchPlan plan = plan_batch(observed, time_pred, energy_pred, batch_options);
+
+  if (options_.stop_threshold) {
+    low_improvement_batches_ = plan.predicted_improvement < *options_.stop_threshold ? low_improvement_batches_ + 1 : 0;
+    if (low_improvement_batches_ >= 2) {
+      out.stop = StopReason::kNoPredictedImprovement;
+      return out;
+    }
+  }
+  for (const BatchPick& p : plan.picks) out.proposals.push_back({candidates[p.candidate], p.pass, p.predicted, batch});
+  if (out.proposals.empty()) out.stop = StopReason::kGridExhausted;
+  return out;
+}
+
+}  // namespace kareus::search

@@ -1,0 +1,156 @@
+// Search strategies: which knobs of a partition's grid to measure next, given what has been
+// measured. A strategy never measures anything itself and never touches an evaluator (pagmo's
+// algorithm/problem split); the driver in search.hpp asks it, measures, and records.
+//
+//   ExhaustiveStrategy  every knob, in grid order (the reference; right for cheap evaluators)
+//   MoboStrategy        the multi-pass multi-objective Bayesian optimisation of Kareus
+//   RandomStrategy      uniformly random order (the sample-efficiency benchmark's baseline)
+//
+// Thread-safety: a strategy is used from one thread; SearchState likewise.
+// Example:
+//   MoboOptions o;  o.batch_size = 8;  o.initial.latin_hypercube_points = 20;  o.initial.seed = 1;
+//   MoboStrategy mobo(o);
+//   ProposalBatch next = mobo.propose(state, budget_left);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "kareus/core/pareto.hpp"
+#include "kareus/search/batch.hpp"
+#include "kareus/search/gaussian_process.hpp"
+#include "kareus/search/knob_space.hpp"
+#include "kareus/search/measurement.hpp"
+
+namespace kareus::search {
+
+enum class StopReason : std::uint8_t {
+  kBudgetSpent,             // "budget": the partition's measurement budget is used up
+  kGridExhausted,           // "grid": every knob is measured (or failed too often)
+  kNoPredictedImprovement,  // "converged": predicted improvement below the threshold twice running
+};
+std::string_view to_string(StopReason reason);
+
+// What is known about each knob of a space: its successful measurement, its failures.
+class SearchState {
+ public:
+  // Measurements of knobs outside `space` are kept in the count but otherwise ignored.
+  SearchState(const KnobSpace& space, double static_power_w, int max_failures = 2);
+
+  void add(const Measurement& m);
+
+  const KnobSpace& space() const { return *space_; }
+  double static_power_w() const { return static_power_w_; }
+  // Measurements recorded (successful or failed), the journal's count.
+  std::size_t measurement_count() const { return count_; }
+  // Knobs with a successful measurement, ascending index.
+  std::vector<std::size_t> measured() const;
+  bool is_measured(std::size_t i) const { return ok_[i].has_value(); }
+  const Measurement& measurement(std::size_t i) const { return *ok_[i]; }
+  // Not measured, not failed max_failures times, and not failed since this state was built from
+  // the journal (a failure is retried once per run at most, and never forever).
+  bool is_eligible(std::size_t i) const;
+  std::size_t eligible_count() const;
+  // The next batch number (one past the highest recorded).
+  int next_batch() const { return next_batch_; }
+
+  // (time, real energy) and (time, effective energy = E − P_static·t) of the measured knobs, in
+  // the order of measured().
+  std::vector<TimeEnergy> real_points() const;
+  std::vector<TimeEnergy> effective_points() const;
+  // Marks the end of loading the journal: failures from now on bar a knob for this run.
+  void start_run() { run_started_ = true; }
+
+ private:
+  const KnobSpace* space_;
+  double static_power_w_;
+  int max_failures_;
+  std::vector<std::optional<Measurement>> ok_;
+  std::vector<int> failures_;
+  std::vector<bool> failed_this_run_;
+  std::size_t count_ = 0;
+  int next_batch_ = 0;
+  bool run_started_ = false;
+};
+
+struct Proposal {
+  std::size_t knob = 0;  // index into the space
+  PickPass pass = PickPass::kInitial;
+  std::optional<Prediction> predicted;
+  int batch = 0;
+};
+
+struct ProposalBatch {
+  std::vector<Proposal> proposals;
+  std::optional<StopReason> stop;  // set when there is nothing more to propose
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string_view name() const = 0;
+  // Up to `max_count` (≥ 1) eligible knobs to measure next, none twice; no proposals and a stop
+  // reason when done.
+  virtual ProposalBatch propose(const SearchState& state, std::size_t max_count) = 0;
+};
+
+class ExhaustiveStrategy final : public Strategy {
+ public:
+  explicit ExhaustiveStrategy(std::size_t batch_size = 64) : batch_size_(batch_size) {}
+  std::string_view name() const override { return "exhaustive"; }
+  ProposalBatch propose(const SearchState& state, std::size_t max_count) override;
+
+ private:
+  std::size_t batch_size_;
+};
+
+class RandomStrategy final : public Strategy {
+ public:
+  RandomStrategy(std::uint64_t seed, std::size_t batch_size = 16) : seed_(seed), batch_size_(batch_size) {}
+  std::string_view name() const override { return "random"; }
+  ProposalBatch propose(const SearchState& state, std::size_t max_count) override;
+
+ private:
+  std::uint64_t seed_;
+  std::size_t batch_size_;
+  std::vector<std::size_t> order_;
+};
+
+struct MoboOptions {
+  std::size_t batch_size = 8;
+  InitialDesignOptions initial;
+  BatchShares shares;
+  bool expected_improvement = false;  // see BatchOptions
+  double optimism = 0.3;
+  double liar = 1.0;
+  double reference_margin = 0.1;
+  // Model log(time) and log(effective energy) (when every observation is positive): clock and
+  // SM effects become closer to additive, which the GP's kernel captures better.
+  bool log_targets = true;
+  // Stop when the predicted relative hypervolume improvement stays below this for two batches.
+  std::optional<double> stop_threshold;
+  GpFitOptions gp;
+};
+
+class MoboStrategy final : public Strategy {
+ public:
+  // Throws InputError when batch_size < 1.
+  explicit MoboStrategy(MoboOptions options);
+  std::string_view name() const override { return "mobo"; }
+  ProposalBatch propose(const SearchState& state, std::size_t max_count) override;
+
+  const MoboOptions& options() const { return options_; }
+  // The surrogates of the last batch (for tests and diagnostics).
+  const std::optional<GaussianProcess>& time_model() const { return time_model_; }
+  const std::optional<GaussianProcess>& energy_model() const { return energy_model_; }
+
+ private:
+  MoboOptions options_;
+  std::optional<GaussianProcess> time_model_, energy_model_;
+  bool time_log_ = false, energy_log_ = false;  // the models' scale
+  int low_improvement_batches_ = 0;
+};
+
+}  // namespace kareus::search

@@ -1,0 +1,139 @@
+// The knob grid: enumeration and lookup, features, the baselines' knobs, and the Latin hypercube
+// initial design (level coverage, distinctness, determinism).
+#include "kareus/search/knob_space.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::search {
+namespace {
+
+KnobSpace small_space() { return KnobSpace::make({900, 1000, 1100}, {4, 8}, {"norm_0", "linear_0"}, 20); }
+
+TEST(KnobSpace, EnumeratesClockMajorWithTheSequentialKnobFirst) {
+  KnobSpace s = small_space();
+  ASSERT_EQ(s.size(), 3u * (1 + 2 * 2));
+  EXPECT_EQ(s.knob(0), (Knob{900, 20, "none"}));
+  EXPECT_EQ(s.knob(1), (Knob{900, 4, "norm_0"}));
+  EXPECT_EQ(s.knob(2), (Knob{900, 8, "norm_0"}));
+  EXPECT_EQ(s.knob(3), (Knob{900, 4, "linear_0"}));
+  EXPECT_EQ(s.knob(5), (Knob{1000, 20, "none"}));
+  for (std::size_t i = 0; i < s.size(); ++i) EXPECT_EQ(s.index_of(s.knob(i)), i);
+  EXPECT_FALSE(s.index_of(Knob{950, 4, "norm_0"}));
+  EXPECT_FALSE(s.index_of(Knob{900, 5, "norm_0"}));
+  EXPECT_FALSE(s.index_of(Knob{900, 4, "attn_0"}));
+  EXPECT_FALSE(s.index_of(Knob{900, 4, "none"}));  // the sequential knob has the sequential SMs
+}
+
+TEST(KnobSpace, FeaturesAreScaledClockSmsAndOneHotSlot) {
+  KnobSpace s = small_space();
+  const Eigen::MatrixXd& f = s.features();
+  ASSERT_EQ(f.rows(), 15);
+  ASSERT_EQ(f.cols(), 2 + 3);
+  EXPECT_EQ(f.row(0), (Eigen::RowVectorXd(5) << 0, 1, 0, 0, 1).finished());  // none, 20 SMs clamped
+  EXPECT_EQ(f.row(4), (Eigen::RowVectorXd(5) << 0, 1, 0, 1, 0).finished());  // 900, 8, linear_0
+  EXPECT_EQ(f.row(11), (Eigen::RowVectorXd(5) << 1, 0, 1, 0, 0).finished());  // 1100, 4, norm_0
+  EXPECT_TRUE((f.array() >= 0).all() && (f.array() <= 1).all());
+}
+
+TEST(KnobSpace, WithoutALaunchSlotOneKnobPerClock) {
+  KnobSpace s = KnobSpace::make({900, 1410}, {3, 6}, {}, 0);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.knob(1), (Knob{1410, 0, "none"}));
+  EXPECT_EQ(KnobSpace::make({900, 1410}, {3, 6}, {}, 20).knob(0), (Knob{900, 20, "none"}));
+  EXPECT_EQ(s.features().cols(), 1);
+  EXPECT_EQ(s.nanobatching_knob(900), s.sequential_knob(900));
+  EXPECT_EQ(s.baseline_knobs().size(), 2u);
+}
+
+TEST(KnobSpace, BaselineKnobsAreSequentialAndNanobatchingAtEveryClock) {
+  KnobSpace s = KnobSpace::make({900, 1000}, {3, 6, 18, 21, 24}, {"norm_0", "linear_0"}, 20);
+  std::vector<std::size_t> b = s.baseline_knobs();
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(s.knob(b[0]), (Knob{900, 20, "none"}));
+  EXPECT_EQ(s.knob(b[1]), (Knob{900, 21, "norm_0"}));  // nearest level to 20
+  EXPECT_EQ(s.knob(b[3]), (Knob{1000, 21, "norm_0"}));
+  EXPECT_EQ(s.knob(s.nanobatching_knob(1000, 5)), (Knob{1000, 6, "norm_0"}));
+  EXPECT_THROW(s.sequential_knob(950), InputError);
+}
+
+TEST(KnobSpace, RejectsBadGrids) {
+  EXPECT_THROW(KnobSpace::make({}, {3}, {"a"}, 20), InputError);
+  EXPECT_THROW(KnobSpace::make({1000, 900}, {3}, {"a"}, 20), InputError);
+  EXPECT_THROW(KnobSpace::make({900}, {}, {"a"}, 20), InputError);
+  EXPECT_THROW(KnobSpace::make({900}, {0, 3}, {"a"}, 20), InputError);
+  EXPECT_THROW(KnobSpace::make({900}, {3}, {"a", "a"}, 20), InputError);
+  EXPECT_THROW(KnobSpace::make({900}, {3}, {"none"}, 20), InputError);
+}
+
+TEST(KnobSpace, InitialDesignStartsWithTheBaselinesAndIsDeterministic) {
+  KnobSpace s = KnobSpace::make({900, 930, 960, 990}, {3, 6, 9}, {"a", "b", "c"}, 20);
+  InitialDesignOptions o;
+  o.latin_hypercube_points = 10;
+  o.seed = 42;
+  std::vector<std::size_t> d = s.initial_design(o);
+  std::vector<std::size_t> b = s.baseline_knobs();
+  ASSERT_EQ(d.size(), b.size() + 10);
+  EXPECT_EQ(s.initial_design_size(o), d.size());
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), d.begin()));
+  EXPECT_EQ(d, s.initial_design(o));
+  o.seed = 43;
+  EXPECT_NE(d, s.initial_design(o));
+  o.include_baseline_knobs = false;
+  EXPECT_EQ(s.initial_design(o).size(), 10u);
+  o.latin_hypercube_points = 1000;  // capped by the grid
+  EXPECT_EQ(s.initial_design(o).size(), s.size());
+}
+
+RC_GTEST_PROP(KnobSpace, LatinHypercubeCoversEachDimensionsLevels, ()) {
+  const int clocks = *rc::gen::inRange(1, 20);
+  const int sms = *rc::gen::inRange(1, 12);
+  const int slots = *rc::gen::inRange(1, 8);
+  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
+  const bool baselines = *rc::gen::arbitrary<bool>();
+  std::vector<double> f;
+  for (int i = 0; i < clocks; ++i) f.push_back(900 + 30 * i);
+  std::vector<int> m;
+  for (int i = 0; i < sms; ++i) m.push_back(3 * (i + 1));
+  std::vector<std::string> names;
+  for (int i = 0; i < slots; ++i) names.push_back("slot_" + std::to_string(i));
+  KnobSpace s = KnobSpace::make(f, m, names, 20);
+  const std::size_t levels = static_cast<std::size_t>(std::max({clocks, sms, slots + 1}));
+  const std::size_t n = std::min(s.size() / 2, levels + *rc::gen::inRange<std::size_t>(0, 3 * levels));
+  RC_PRE(n >= levels);
+  InitialDesignOptions o;
+  o.latin_hypercube_points = n;
+  o.seed = seed;
+  o.include_baseline_knobs = baselines;
+  std::vector<std::size_t> d = s.initial_design(o);
+  std::set<std::size_t> distinct(d.begin(), d.end());
+  RC_ASSERT(distinct.size() == d.size());
+  const std::size_t skip = baselines ? s.baseline_knobs().size() : 0;
+  RC_ASSERT(d.size() == skip + std::min(n, s.size() - skip));
+  std::set<double> seen_f;
+  std::set<std::string> seen_slot;
+  std::set<int> seen_sms;
+  for (std::size_t k = 0; k < d.size(); ++k) {
+    const Knob& knob = s.knob(d[k]);
+    seen_f.insert(knob.freq_mhz);
+    seen_slot.insert(knob.slot);
+    if (k >= skip && !knob.sequential()) seen_sms.insert(knob.sms);
+  }
+  RC_ASSERT(seen_f.size() == static_cast<std::size_t>(clocks));
+  RC_ASSERT(seen_slot.size() == static_cast<std::size_t>(slots + 1));
+  // SM levels are spread over the points that overlap (at least n − ⌈n/(slots+1)⌉ of them): each
+  // level appears when there are as many of those as levels.
+  const std::size_t sequential_points = (n + static_cast<std::size_t>(slots)) / static_cast<std::size_t>(slots + 1);
+  if (!baselines && n - sequential_points >= static_cast<std::size_t>(sms)) {
+    RC_ASSERT(seen_sms.size() == static_cast<std::size_t>(sms));
+  }
+}
+
+}  // namespace
+}  // namespace kareus::search

@@ -1,0 +1,227 @@
+// The search driver with each strategy on a synthetic partition: exhaustive covers the grid, MOBO
+// finds nearly the whole frontier within a small budget, failures are recorded and not retried
+// forever, parallel and serial measuring agree, resuming never measures a knob twice.
+#include "kareus/search/search.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "kareus/core/error.hpp"
+#include "search/synthetic.hpp"
+
+namespace kareus::search {
+namespace {
+
+using testing::SyntheticPartition;
+using testing::synthetic_space;
+
+MeasureFn measure_of(const SyntheticPartition& p) {
+  return [p](const Knob& k) { return p(k); };
+}
+
+std::vector<TimeEnergy> real_points(const std::vector<Measurement>& ms) {
+  std::vector<TimeEnergy> out;
+  for (const Measurement& m : ms) {
+    if (m.ok) out.push_back({m.time_s, m.energy_j});
+  }
+  return out;
+}
+
+double hv_ratio(const std::vector<Measurement>& found, const std::vector<TimeEnergy>& all) {
+  TimeEnergy ref = reference_point(all, 0.1);
+  return hypervolume_2d(real_points(found), ref) / hypervolume_2d(all, ref);
+}
+
+std::vector<TimeEnergy> exhaustive_points(const KnobSpace& space, const SyntheticPartition& p) {
+  std::vector<TimeEnergy> all;
+  for (const Knob& k : space.knobs()) all.push_back(p(k));
+  return all;
+}
+
+TEST(Search, ExhaustiveMeasuresTheWholeGridOnce) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  ExhaustiveStrategy strategy(50);
+  SearchOutcome out = run_search(space, strategy, measure_of(part), true, nullptr,
+                                 testing::options(space.size() + 100, part.static_power_w));
+  EXPECT_EQ(out.stop, StopReason::kGridExhausted);
+  ASSERT_EQ(out.measurements.size(), space.size());
+  std::set<std::size_t> seen;
+  for (const Measurement& m : out.measurements) {
+    seen.insert(*space.index_of(m.knob));
+    EXPECT_EQ(m.pass, PickPass::kExhaustive);
+    EXPECT_DOUBLE_EQ(m.effective_energy_j, m.energy_j - part.static_power_w * m.time_s);
+  }
+  EXPECT_EQ(seen.size(), space.size());
+  EXPECT_DOUBLE_EQ(hv_ratio(out.measurements, exhaustive_points(space, part)), 1.0);
+}
+
+TEST(Search, BudgetIsRespected) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  ExhaustiveStrategy strategy(16);
+  SearchOutcome out = run_search(space, strategy, measure_of(part), true, nullptr, testing::options(37, 85));
+  EXPECT_EQ(out.stop, StopReason::kBudgetSpent);
+  EXPECT_EQ(out.measurements.size(), 37u);
+}
+
+MoboOptions mobo_options(std::uint64_t seed, std::size_t batch = 16) {
+  MoboOptions o;
+  o.batch_size = batch;
+  o.initial.latin_hypercube_points = 24;
+  o.initial.seed = seed;
+  return o;
+}
+
+TEST(Search, MoboReachesAHighHypervolumeRatioWithinFifteenPercentOfTheGrid) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  const auto all = exhaustive_points(space, part);
+  for (std::uint64_t seed : {1u, 2u}) {
+    MoboStrategy mobo(mobo_options(seed));
+    const std::size_t budget = space.size() * 15 / 100;
+    SearchOutcome out = run_search(space, mobo, measure_of(part), true, nullptr, testing::options(budget, 85));
+    EXPECT_EQ(out.measurements.size(), budget);
+    double ratio = hv_ratio(out.measurements, all);
+    EXPECT_GE(ratio, 0.99) << "seed " << seed << ", " << budget << " of " << space.size() << " knobs";
+    std::printf("MOBO seed %llu: HV ratio %.4f with %zu of %zu knobs\n", static_cast<unsigned long long>(seed), ratio,
+                budget, space.size());
+  }
+}
+
+TEST(Search, MoboAlwaysMeasuresTheBaselinesKnobs) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  MoboStrategy mobo(mobo_options(3));
+  SearchOutcome out = run_search(space, mobo, measure_of(part), true, nullptr, testing::options(80, 85));
+  std::set<std::size_t> got;
+  for (const Measurement& m : out.measurements) got.insert(*space.index_of(m.knob));
+  for (double f : space.freqs_mhz()) {
+    EXPECT_TRUE(got.count(space.sequential_knob(f))) << f;
+    EXPECT_TRUE(got.count(space.nanobatching_knob(f))) << f;
+  }
+}
+
+TEST(Search, MoboIsDeterministicForASeedWhateverTheMeasuringOrder) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  auto run = [&](bool parallel) {
+    MoboStrategy mobo(mobo_options(5, 8));
+    SearchOutcome out = run_search(space, mobo, measure_of(part), parallel, nullptr, testing::options(90, 85));
+    std::map<std::size_t, std::pair<PickPass, int>> by_knob;
+    for (const Measurement& m : out.measurements) by_knob[*space.index_of(m.knob)] = {m.pass, m.batch};
+    return by_knob;
+  };
+  EXPECT_EQ(run(false), run(true));
+}
+
+TEST(Search, FailuresAreRecordedAndNotRetriedForever) {
+  SyntheticPartition part;
+  KnobSpace space = KnobSpace::make({900, 1200, 1410}, {6, 12}, {"norm_0", "linear_0"}, 20);
+  const Knob bad_nan{1200, 6, "norm_0"}, bad_throw{1410, 12, "linear_0"};
+  std::map<Knob, int> calls;
+  MeasureFn measure = [&](const Knob& k) -> TimeEnergy {
+    ++calls[k];
+    if (k == bad_nan) return {std::nan(""), 1.0};
+    if (k == bad_throw) throw DeviceError("clock change refused");
+    return part(k);
+  };
+  auto dir = std::filesystem::temp_directory_path() / ("kareus-search-fail-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  JournalHeader header{nlohmann::json{{"model", "synthetic"}}, "fwd_mlp", "test"};
+  for (int run = 0; run < 4; ++run) {
+    Journal journal = Journal::open(dir / "j.jsonl", header);
+    ExhaustiveStrategy strategy(4);
+    run_search(space, strategy, measure, false, &journal, testing::options(100, 85, 2));
+  }
+  EXPECT_EQ(calls[bad_nan], 2);  // once per run until max_failures, then never again
+  EXPECT_EQ(calls[bad_throw], 2);
+  EXPECT_EQ(calls[(Knob{900, 6, "norm_0"})], 1);
+  std::vector<Measurement> ms = Journal::read(dir / "j.jsonl").measurements;
+  int failed = 0;
+  for (const Measurement& m : ms) {
+    if (!m.ok) {
+      ++failed;
+      EXPECT_TRUE(m.knob == bad_nan || m.knob == bad_throw);
+      EXPECT_FALSE(m.error.empty());
+    }
+  }
+  EXPECT_EQ(failed, 4);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Search, InputErrorsFromTheMeasuringFunctionAbortTheSearch) {
+  KnobSpace space = KnobSpace::make({900}, {6}, {"norm_0"}, 20);
+  ExhaustiveStrategy strategy;
+  MeasureFn measure = [](const Knob&) -> TimeEnergy { throw InputError("knob not in the partition's space"); };
+  EXPECT_THROW(run_search(space, strategy, measure, false, nullptr, testing::options(5, 0)), InputError);
+}
+
+TEST(Search, ResumingMeasuresNoKnobTwice) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  auto dir = std::filesystem::temp_directory_path() / ("kareus-search-resume-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  JournalHeader header{nlohmann::json{{"model", "synthetic"}}, "fwd_attn", "test"};
+  std::map<Knob, int> calls;
+  MeasureFn measure = [&](const Knob& k) {
+    ++calls[k];
+    return part(k);
+  };
+  for (std::size_t budget : {40u, 70u, 100u}) {
+    Journal journal = Journal::open(dir / "j.jsonl", header);
+    MoboStrategy mobo(mobo_options(9, 10));
+    SearchOutcome out = run_search(space, mobo, measure, false, &journal, testing::options(budget, 85));
+    EXPECT_EQ(out.measurements.size(), budget);
+  }
+  EXPECT_EQ(calls.size(), 100u);
+  for (const auto& [knob, n] : calls) EXPECT_EQ(n, 1) << knob.freq_mhz << " " << knob.sms << " " << knob.slot;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Search, StopsWhenThePredictedImprovementStaysSmall) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  MoboOptions o = mobo_options(4, 8);
+  o.stop_threshold = 1e9;  // nothing ever promises that much: stop at the second model batch
+  MoboStrategy mobo(o);
+  SearchOutcome out = run_search(space, mobo, measure_of(part), true, nullptr, testing::options(500, 85));
+  EXPECT_EQ(out.stop, StopReason::kNoPredictedImprovement);
+  EXPECT_EQ(out.measurements.size(), space.initial_design_size(o.initial) + 8);
+}
+
+TEST(Search, RandomStrategyIsASeededPermutation) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  auto run = [&](std::uint64_t seed) {
+    RandomStrategy r(seed, 7);
+    SearchOutcome out = run_search(space, r, measure_of(part), false, nullptr, testing::options(30, 0));
+    std::vector<std::size_t> order;
+    for (const Measurement& m : out.measurements) order.push_back(*space.index_of(m.knob));
+    return order;
+  };
+  EXPECT_EQ(run(1), run(1));
+  EXPECT_NE(run(1), run(2));
+  std::vector<std::size_t> a = run(1);
+  EXPECT_EQ(std::set<std::size_t>(a.begin(), a.end()).size(), 30u);
+}
+
+TEST(Search, ReportsProgress) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  ExhaustiveStrategy strategy(10);
+  std::vector<SearchProgress> seen;
+  run_search(space, strategy, measure_of(part), false, nullptr, testing::options(25, 85),
+             [&](const SearchProgress& p) { seen.push_back(p); });
+  ASSERT_EQ(seen.size(), 26u);  // the start, then after every measurement
+  EXPECT_EQ(seen.back().measurements, 25u);
+  EXPECT_EQ(seen.back().budget, 25u);
+  EXPECT_GT(seen.back().hypervolume, 0);
+}
+
+}  // namespace
+}  // namespace kareus::search
