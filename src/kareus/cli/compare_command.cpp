@@ -1,0 +1,148 @@
+// `kareus compare`: Megatron-LM, Perseus, Nanobatching+Perseus and Kareus on the same evaluator,
+// for one job or for the ten configurations of the Kareus evaluation.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "kareus/cli/commands.hpp"
+#include "kareus/cli/evaluator_flags.hpp"
+#include "kareus/cli/workload_flags.hpp"
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+#include "kareus/planner/planner.hpp"
+#include "kareus/report/plot.hpp"
+
+namespace kareus::cli {
+namespace {
+
+struct CompareFlags {
+  WorkloadFlags workload;
+  std::string preset;
+  bool all = false;
+  std::string evaluator = "sim";
+  std::string mode = "exhaustive";
+  std::optional<std::size_t> budget;
+  std::uint64_t seed = 0;
+  std::string out = "kareus-compare";
+  double overhead = 1.0;
+};
+
+std::string optional_pct(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+// Share of the partition knobs of a plan's instructions that run their collective sequentially.
+double sequential_share(const plan::Plan& p) {
+  int total = 0, sequential = 0;
+  for (const auto& stage : p.stages) {
+    for (const auto& ins : stage) {
+      if (!ins.knob.is_object() || !ins.knob.contains("partitions")) continue;
+      for (const auto& part : ins.knob["partitions"]) {
+        ++total;
+        sequential += part.value("slot", "") == "none";
+      }
+    }
+  }
+  return total ? static_cast<double>(sequential) / total : 0.0;
+}
+
+int run_compare(CompareFlags& flags) {
+  auto mode = search::parse_search_mode(flags.mode);
+  if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
+  if (flags.all && !flags.preset.empty()) throw InputError({"", 0, 0, "--all"}, "--all and --preset contradict each other");
+  std::vector<planner::Job> jobs;
+  hardware::GpuSpec gpu;
+  if (flags.all || !flags.preset.empty()) {
+    gpu = hardware::load_gpu_preset(flags.workload.gpu);
+    for (const std::string& name : flags.all ? planner::evaluation_config_names() : std::vector<std::string>{flags.preset}) {
+      jobs.push_back(planner::evaluation_config(name));
+    }
+  } else {
+    ResolvedWorkload w = resolve_workload(flags.workload);
+    jobs.push_back({w.model, w.parallel, describe(w)});
+    gpu = w.gpu;
+  }
+  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
+  planner::PlannerOptions options;
+  options.overhead_factor = flags.overhead;
+  options.search.mode = *mode;
+  options.search.budget = flags.budget;
+  options.search.seed = flags.seed;
+
+  std::string csv = "config,method,max_throughput_time_s,max_throughput_energy_j,iso_time_energy_reduction_pct,"
+                    "iso_energy_time_reduction_pct\n";
+  nlohmann::json report = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
+                           {"gpu", gpu.name}, {"configs", nlohmann::json::array()}};
+  std::vector<std::pair<std::string, std::string>> plots;
+  for (const planner::Job& job : jobs) {
+    spdlog::info("{}: running the four methods", job.name);
+    std::vector<planner::MethodResult> results;
+    for (planner::Method m : planner::kAllMethods) results.push_back(planner::run_method(m, job, evaluator, options));
+    const std::vector<TimeEnergy> perseus = results[1].points();
+    const std::vector<TimeEnergy> perseus10 = sample_evenly(perseus, 10);
+    nlohmann::json config = {{"config", job.name}, {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
+                             {"methods", nlohmann::json::array()}};
+    std::vector<report::PlotSeries> series;
+    for (const planner::MethodResult& r : results) {
+      const std::vector<TimeEnergy> points = r.points();
+      const std::vector<TimeEnergy> points10 = sample_evenly(points, 10);
+      const bool reference = r.method == planner::Method::kPerseus;
+      std::optional<double> iso_time, iso_energy, iso_time10, iso_energy10;
+      if (!reference) {
+        iso_time = iso_time_energy_reduction_pct(points, perseus);
+        iso_energy = iso_energy_time_reduction_pct(points, perseus);
+        iso_time10 = iso_time_energy_reduction_pct(points10, perseus10);
+        iso_energy10 = iso_energy_time_reduction_pct(points10, perseus10);
+      }
+      csv += fmt::format("{},{},{:.6f},{:.3f},{},{}\n", job.name, planner::to_string(r.method), points.front().time_s,
+                         points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy));
+      nlohmann::json frontier = nlohmann::json::array();
+      for (const auto& p : points) frontier.push_back({p.time_s, p.energy_j});
+      nlohmann::json entry = {
+          {"method", planner::to_string(r.method)},
+          {"max_throughput_time_s", points.front().time_s},
+          {"max_throughput_energy_j", points.front().energy_j},
+          {"iso_time_energy_reduction_pct", optional_json(iso_time)},
+          {"iso_energy_time_reduction_pct", optional_json(iso_energy)},
+          {"iso_time_energy_reduction_pct_10_points", optional_json(iso_time10)},
+          {"iso_energy_time_reduction_pct_10_points", optional_json(iso_energy10)},
+          {"measurements", r.measurements},
+          {"frontier", std::move(frontier)}};
+      if (r.method == planner::Method::kKareus) {
+        entry["max_throughput_sequential_share"] = sequential_share(planner::make_plan(r, job, r.frontier.front()));
+      }
+      config["methods"].push_back(std::move(entry));
+      series.push_back({std::string(planner::to_string(r.method)), points, points.size() == 1});
+    }
+    report["configs"].push_back(std::move(config));
+    std::string svg = report::render_svg(
+        series, {fmt::format("{} ({})", job.name, plan::energy_scope_for(job.parallel.pp)), "iteration time (s)",
+                 "iteration energy (J)"});
+    if (!svg.empty()) plots.emplace_back(job.name + ".svg", std::move(svg));
+  }
+  const std::filesystem::path dir = flags.out;
+  write_file_atomic(dir / "compare.csv", csv);
+  write_file_atomic(dir / "compare.json", report.dump(1) + "\n");
+  for (const auto& [name, svg] : plots) write_file_atomic(dir / name, svg);
+  fmt::print("{}", csv);
+  fmt::print("({}; iso figures against Perseus's frontier; wrote {}/compare.csv, compare.json{})\n",
+             provenance_note(evaluator), dir.string(), plots.empty() ? "" : " and one SVG per config");
+  return 0;
+}
+
+}  // namespace
+
+Action register_compare(CLI::App& app) {
+  auto flags = std::make_shared<CompareFlags>();
+  CLI::App* cmd = app.add_subcommand("compare", "Megatron-LM, Perseus, Nanobatching+Perseus and Kareus on one evaluator");
+  add_workload_flags(*cmd, flags->workload);
+  cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
+  cmd->add_flag("--all", flags->all, "All ten Kareus evaluation configurations");
+  cmd->add_option("--evaluator", flags->evaluator, "sim or table:FILE")->capture_default_str();
+  cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
+  cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
+  cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
+  cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
+  cmd->add_option("--overhead", flags->overhead, "Overhead factor (see kareus plan)")->capture_default_str();
+  return [flags] { return run_compare(*flags); };
+}
+
+}  // namespace kareus::cli

@@ -1,0 +1,150 @@
+// `kareus plan`: Kareus end to end, from a described training job to a chosen plan.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "kareus/cli/commands.hpp"
+#include "kareus/cli/evaluator_flags.hpp"
+#include "kareus/cli/workload_flags.hpp"
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+#include "kareus/planner/planner.hpp"
+#include "kareus/plan/select.hpp"
+#include "kareus/report/html_report.hpp"
+#include "kareus/report/plot.hpp"
+
+namespace kareus::cli {
+namespace {
+
+struct PlanFlags {
+  WorkloadFlags workload;
+  std::string preset;
+  std::string evaluator = "sim";
+  std::string mode = "exhaustive";
+  std::optional<std::size_t> budget;
+  std::uint64_t seed = 0;
+  std::string target = "max-throughput";
+  std::string out = "kareus-out";
+  double overhead = 1.0;
+  double unit_time_s = 1e-3;
+  std::string journal_dir;
+};
+
+int run_plan(PlanFlags& flags, CLI::App& cmd) {
+  const auto start = std::chrono::steady_clock::now();
+  const plan::Target target = plan::parse_target(flags.target);
+  auto mode = search::parse_search_mode(flags.mode);
+  if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
+  if (!(flags.overhead > 0)) throw InputError({"", 0, 0, "--overhead"}, "must be positive");
+
+  planner::Job job;
+  hardware::GpuSpec gpu;
+  if (!flags.preset.empty()) {
+    for (const char* name : {"--model", "--tp", "--cp", "--pp", "--dp", "--mbs", "--seq", "--microbatches",
+                             "--checkpointing", "--config", "--layers-per-stage"}) {
+      if (cmd.get_option_no_throw(name) && cmd.count(name) > 0) {
+        throw InputError({"", 0, 0, "--preset"}, fmt::format("--preset fixes the workload; it cannot be combined with {}", name));
+      }
+    }
+    job = planner::evaluation_config(flags.preset);
+    gpu = hardware::load_gpu_preset(flags.workload.gpu);
+  } else {
+    ResolvedWorkload w = resolve_workload(flags.workload);
+    job.model = w.model;
+    job.parallel = w.parallel;
+    job.name = describe(w);
+    gpu = w.gpu;
+  }
+  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
+
+  planner::PlannerOptions options;
+  options.overhead_factor = flags.overhead;
+  options.unit_time_s = flags.unit_time_s;
+  options.search.mode = *mode;
+  options.search.budget = flags.budget;
+  options.search.seed = flags.seed;
+  if (!flags.journal_dir.empty()) options.journal_dir = flags.journal_dir;
+  options.progress = [](const std::string& line) { spdlog::debug("{}", line); };
+  planner::MethodResult kareus = planner::run_method(planner::Method::kKareus, job, evaluator, options);
+  const std::vector<TimeEnergy> points = kareus.points();
+  const std::size_t chosen = plan::select_plan(points, target);
+  plan::Plan chosen_plan = planner::make_plan(kareus, job, kareus.frontier[chosen]);
+  const double run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // Everything is computed before anything is written; each file lands atomically.
+  const std::string scope = plan::energy_scope_for(job.parallel.pp);
+  const std::string note = provenance_note(evaluator);
+  std::string csv = "time_s,energy_j\n";
+  for (const auto& p : points) csv += fmt::format("{:.9g},{:.9g}\n", p.time_s, p.energy_j);
+  nlohmann::json summary = {
+      {"workload", job.name},
+      {"model", job.model.name},
+      {"gpu", gpu.name},
+      {"evaluator", evaluator.name()},
+      {"provenance", note},
+      {"p_static_w", kareus.p_static_w},
+      {"energy_scope", scope},
+      {"target", plan::to_string(target)},
+      {"time_s", chosen_plan.time_s},
+      {"energy_j", chosen_plan.energy_j},
+      {"frontier_points", points.size()},
+      {"measurements", kareus.measurements},
+      {"grid_knobs", kareus.grid_knobs},
+      {"overhead_factor", flags.overhead},
+      {"run_time_s", run_time_s}};
+  std::string frontier_svg = report::render_svg(
+      {{"Kareus", points, false}, {"chosen plan", {points[chosen]}, true}},
+      {fmt::format("{} ({})", job.name, scope), "iteration time (s)", "iteration energy (J)"});
+  std::string html = report::html_report(
+      {fmt::format("Kareus plan: {}", job.name),
+       {{"workload", job.name}, {"target", plan::to_string(target)},
+        {"iteration time", fmt::format("{:.4f} s", chosen_plan.time_s)},
+        {"iteration energy", fmt::format("{:.1f} J ({})", chosen_plan.energy_j, scope)},
+        {"frontier points", std::to_string(points.size())},
+        {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)}},
+       note},
+      frontier_svg, report::clock_timeline_svg(chosen_plan));
+  const std::filesystem::path dir = flags.out;
+  write_file_atomic(dir / "frontier.csv", csv);
+  plan::write_plan(chosen_plan, dir / "plan.json");
+  write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
+  write_file_atomic(dir / "report.html", html);
+
+  fmt::print("Kareus plan for {}\n({}; energy: {})\n", job.name, note, scope);
+  fmt::print("  {:<16} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
+  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "fastest", points.front().time_s, points.front().energy_j);
+  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
+  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", chosen_plan.time_s, chosen_plan.energy_j);
+  fmt::print("{} frontier points from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, summary.json, "
+             "report.html\n", points.size(), kareus.measurements, run_time_s, dir.string());
+  return 0;
+}
+
+}  // namespace
+
+Action register_plan(CLI::App& app) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* cmd = app.add_subcommand("plan", "Plan clocks and communication overlap for a training job (Kareus)");
+  add_workload_flags(*cmd, flags->workload);
+  cmd->add_option("--preset", flags->preset,
+                  "One of the Kareus evaluation configurations instead of workload flags: " +
+                      fmt::format("{}", fmt::join(planner::evaluation_config_names(), ", ")));
+  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU) or table:FILE (measured samples)")
+      ->capture_default_str();
+  cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
+  cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo (default 15% of its grid)");
+  cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
+  cmd->add_option("--target", flags->target, "max-throughput, min-energy, deadline:SECONDS or energy:JOULES")
+      ->capture_default_str();
+  cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
+  cmd->add_option("--overhead", flags->overhead,
+                  "Factor on each instruction's time and energy for work the partitions do not cover "
+                  "(the Kareus artifact used 1.15)")
+      ->capture_default_str();
+  cmd->add_option("--unit-time", flags->unit_time_s, "Frontier solver time unit in seconds")->capture_default_str();
+  cmd->add_option("--journal-dir", flags->journal_dir, "Keep each partition's measurements in DIR/<key>.journal.jsonl");
+  return [flags, cmd] { return run_plan(*flags, *cmd); };
+}
+
+}  // namespace kareus::cli

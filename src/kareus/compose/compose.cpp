@@ -1,0 +1,167 @@
+#include "kareus/compose/compose.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::compose {
+namespace {
+
+using pipeline::InstructionType;
+using workload::Partition;
+using workload::Pass;
+
+bool same_clock(double a, double b) { return std::abs(a - b) < 1e-6; }
+
+// A partial sum over the keys composed so far, with the index of each key's chosen point.
+struct Combo {
+  double time_s = 0;
+  double energy_j = 0;
+  std::vector<std::uint32_t> choice;
+};
+
+// Keeps the Pareto set in (time, effective energy); of equal points, the first.
+void prune(std::vector<Combo>& combos, double p_static_w) {
+  std::stable_sort(combos.begin(), combos.end(), [&](const Combo& a, const Combo& b) {
+    if (a.time_s != b.time_s) return a.time_s < b.time_s;
+    return a.energy_j - p_static_w * a.time_s < b.energy_j - p_static_w * b.time_s;
+  });
+  std::vector<Combo> kept;
+  for (Combo& c : combos) {
+    double effective = c.energy_j - p_static_w * c.time_s;
+    if (kept.empty() || effective < kept.back().energy_j - p_static_w * kept.back().time_s) {
+      kept.push_back(std::move(c));
+    }
+  }
+  combos = std::move(kept);
+}
+
+// A key of an instruction with how many times it runs there.
+struct Term {
+  std::string key;
+  int multiplicity = 1;
+  bool recompute = false;
+  bool fixed = false;  // non-partition work: not part of the knob
+};
+
+std::vector<Term> instruction_terms(const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
+                                    int stage, InstructionType type) {
+  const std::vector<int> layers = parallel.layers_per_stage.empty()
+                                      ? workload::default_layers_per_stage(model.num_layers, parallel.pp)
+                                      : parallel.layers_per_stage;
+  const int stage_layers = layers.at(static_cast<std::size_t>(stage));
+  const Pass pass = type == InstructionType::kForward ? Pass::kForward : Pass::kBackward;
+  std::vector<Partition> partitions = workload::build_partitions(model, parallel);
+  std::vector<Term> terms;
+  if (pass == Pass::kBackward && parallel.checkpointing == workload::Checkpointing::kFull) {
+    for (const Partition& p : partitions) {
+      if (p.pass == Pass::kForward) terms.push_back({p.key, p.count * stage_layers, true, false});
+    }
+  }
+  for (const Partition& p : partitions) {
+    if (p.pass == pass) terms.push_back({p.key, p.count * stage_layers, false, false});
+  }
+  for (const Partition& p : workload::non_partition_work(model, parallel, stage)) {
+    if (p.pass == pass) terms.push_back({p.key, p.count, false, true});
+  }
+  return terms;
+}
+
+}  // namespace
+
+InstructionKeys instruction_keys(const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
+                                 int stage, InstructionType type) {
+  InstructionKeys keys;
+  for (const Term& t : instruction_terms(model, parallel, stage, type)) {
+    (t.fixed ? keys.fixed : t.recompute ? keys.recompute : keys.keys).push_back(t.key);
+  }
+  return keys;
+}
+
+pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
+                                           const workload::ParallelConfig& parallel,
+                                           const PartitionPoints& points, const ComposeOptions& options) {
+  KAREUS_CHECK(options.overhead_factor > 0, "the overhead factor must be positive");
+  pipeline::OptionTable table;
+  table.options.resize(static_cast<std::size_t>(parallel.pp));
+  for (int stage = 0; stage < parallel.pp; ++stage) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      const std::vector<Term> terms = instruction_terms(model, parallel, stage, type);
+      const std::string what = fmt::format("stage {} {}", stage, pipeline::to_string(type));
+      // Clocks at which every key has a point.
+      std::vector<double> clocks;
+      for (const Term& t : terms) {
+        auto found = points.find(t.key);
+        if (found == points.end() || found->second.empty()) {
+          throw InputError({"", 0, 0, t.key}, fmt::format("{} needs partition {}, which has no measurements", what, t.key));
+        }
+      }
+      for (const PartitionPoint& p : points.at(terms.front().key)) {
+        if (std::none_of(clocks.begin(), clocks.end(), [&](double c) { return same_clock(c, p.knob.freq_mhz); })) {
+          clocks.push_back(p.knob.freq_mhz);
+        }
+      }
+      std::sort(clocks.begin(), clocks.end());
+      std::vector<double> usable;
+      for (double clock : clocks) {
+        bool all = std::all_of(terms.begin(), terms.end(), [&](const Term& t) {
+          const auto& list = points.at(t.key);
+          return std::any_of(list.begin(), list.end(), [&](const PartitionPoint& p) { return same_clock(p.knob.freq_mhz, clock); });
+        });
+        if (all) usable.push_back(clock);
+      }
+      if (usable.empty()) {
+        throw InputError({"", 0, 0, terms.front().key},
+                         fmt::format("{}: no SM clock has measurements of every partition it runs ({} keys)", what,
+                                     terms.size()));
+      }
+
+      for (double clock : usable) {
+        // Per key, its points at this clock (Pareto in time and effective energy), weighted.
+        std::vector<std::vector<const PartitionPoint*>> candidates;
+        std::vector<Combo> combos{Combo{}};
+        for (const Term& t : terms) {
+          std::vector<Combo> own;
+          std::vector<const PartitionPoint*> list;
+          for (const PartitionPoint& p : points.at(t.key)) {
+            if (!same_clock(p.knob.freq_mhz, clock)) continue;
+            own.push_back({p.time_s, p.energy_j, {static_cast<std::uint32_t>(list.size())}});
+            list.push_back(&p);
+          }
+          prune(own, options.p_static_w);
+          std::vector<Combo> next;
+          next.reserve(combos.size() * own.size());
+          for (const Combo& c : combos) {
+            for (const Combo& o : own) {
+              Combo sum{c.time_s + t.multiplicity * o.time_s, c.energy_j + t.multiplicity * o.energy_j, c.choice};
+              sum.choice.push_back(o.choice.front());
+              next.push_back(std::move(sum));
+            }
+          }
+          prune(next, options.p_static_w);
+          combos = std::move(next);
+          candidates.push_back(std::move(list));
+        }
+        for (const Combo& c : combos) {
+          nlohmann::json partitions = nlohmann::json::array(), recompute = nlohmann::json::array();
+          for (std::size_t k = 0; k < terms.size(); ++k) {
+            if (terms[k].fixed) continue;
+            const workload::Knob& knob = candidates[k][c.choice[k]]->knob;
+            nlohmann::json entry = {{"key", terms[k].key}, {"sms", knob.sms}, {"slot", knob.slot}};
+            (terms[k].recompute ? recompute : partitions).push_back(std::move(entry));
+          }
+          nlohmann::json knob = {{"partitions", std::move(partitions)}};
+          if (!recompute.empty()) knob["recompute"] = std::move(recompute);
+          table.at(stage, type).push_back({clock, c.time_s * options.overhead_factor,
+                                           c.energy_j * options.overhead_factor, std::move(knob)});
+        }
+      }
+    }
+  }
+  return table;
+}
+
+}  // namespace kareus::compose

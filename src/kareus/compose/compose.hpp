@@ -1,0 +1,65 @@
+// From partition costs to the pipeline's option table: per stage, instruction and SM clock, the
+// Pareto set of (time, energy) over every way of choosing one knob per partition key at that
+// clock. One clock per instruction, one knob per key shared by all layers of the stage.
+//
+// An instruction is the sum of its partitions, each weighted by how often it runs on the stage
+// (layers × nanobatch partitions sharing the key), plus the stage's non-partition work (embedding
+// on the first stage, final norm + LM head + loss on the last). With full activation
+// checkpointing a backward is the recomputed forward (its own knobs, listed under "recompute")
+// followed by the backward. Sums are pruned to their Pareto set in (time, effective energy
+// E − P_static·t) after each key, so the product of per-key choices never materialises.
+//
+// The overhead factor scales each instruction's time and energy for the work the partitions do
+// not cover (kernel launch gaps, the optimizer's share, ...): 1.0 by default; the Kareus artifact
+// used 1.15.
+//
+// Thread-safety: pure functions on values.
+// Example:
+//   PartitionPoints points;  points["fwd_attn"] = {{{1410, 12, "linear_1"}, 0.004, 1.6}, ...};
+//   pipeline::OptionTable table = compose_option_table(model, parallel, points, {.p_static_w = 85});
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kareus/pipeline/option_table.hpp"
+#include "kareus/workload/model.hpp"
+#include "kareus/workload/parallel.hpp"
+#include "kareus/workload/partition.hpp"
+
+namespace kareus::compose {
+
+// One partition execution under a knob, on one GPU.
+struct PartitionPoint {
+  workload::Knob knob;
+  double time_s = 0;
+  double energy_j = 0;
+};
+
+// Measured or modelled points per partition key; any clocks, any number of knobs per clock.
+using PartitionPoints = std::map<std::string, std::vector<PartitionPoint>>;
+
+struct ComposeOptions {
+  double p_static_w = 0;
+  double overhead_factor = 1.0;
+};
+
+// The option table of every stage of `parallel` (validated). A clock is offered for an
+// instruction when every key the instruction needs has a point at that clock; an instruction
+// with no such clock is an InputError naming the key and the clocks it lacks.
+pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
+                                           const workload::ParallelConfig& parallel,
+                                           const PartitionPoints& points, const ComposeOptions& options);
+
+// The partition keys a stage's instruction runs, in order: (recompute keys, keys). For tests and
+// for callers that need to know what to measure.
+struct InstructionKeys {
+  std::vector<std::string> recompute;  // layer forward keys, with full checkpointing on backward
+  std::vector<std::string> keys;       // layer keys of this pass
+  std::vector<std::string> fixed;      // non-partition work, always sequential
+};
+InstructionKeys instruction_keys(const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
+                                 int stage, pipeline::InstructionType type);
+
+}  // namespace kareus::compose

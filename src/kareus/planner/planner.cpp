@@ -1,0 +1,225 @@
+#include "kareus/planner/planner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::planner {
+namespace {
+
+using pipeline::FrontierPoint;
+using pipeline::InstructionType;
+
+compose::PartitionPoint measure(const evaluate::Evaluator& evaluator, const workload::Partition& partition,
+                                const workload::Knob& knob) {
+  evaluate::EvalResult r = evaluator.evaluate(partition, knob);
+  if (!r.ok()) {
+    throw InputError({"", 0, 0, partition.key},
+                     fmt::format("{} cannot evaluate {} at {} MHz, {} SMs, slot {}: {}", evaluator.name(),
+                                 partition.key, knob.freq_mhz, knob.sms, knob.slot, r.message));
+  }
+  return {knob, r.time_s, r.energy_j};
+}
+
+// The knob a baseline runs a partition with at `freq_mhz`, taken from the partition's search grid
+// so that Kareus's search measures exactly the knobs the baselines use.
+workload::Knob baseline_knob(Method method, const search::KnobSpace& space, double freq_mhz) {
+  std::size_t index = method == Method::kNanobatching ? space.nanobatching_knob(freq_mhz) : space.sequential_knob(freq_mhz);
+  return space.knob(index);
+}
+
+nlohmann::json identity(const Job& job, const evaluate::Evaluator& evaluator) {
+  const auto& p = job.parallel;
+  return {{"model", job.model.name}, {"gpu", evaluator.gpu().name}, {"tp", p.tp}, {"cp", p.cp}, {"pp", p.pp},
+          {"dp", p.dp}, {"mbs", p.microbatch_size}, {"seq", p.seq_len}, {"microbatches", p.microbatches},
+          {"checkpointing", workload::to_string(p.checkpointing)}, {"layers_per_stage", p.layers_per_stage}};
+}
+
+// Maps a plan of `from` onto `to`: each instruction takes the option of `to` with the least
+// effective energy among those no slower than its own. Empty when some option has no match.
+std::optional<std::vector<std::uint16_t>> dominating_assignment(const pipeline::OptionTable& from,
+                                                                const pipeline::OptionTable& to,
+                                                                const pipeline::InstructionDag& dag,
+                                                                std::span<const std::uint16_t> assignment,
+                                                                double p_static_w) {
+  std::vector<std::uint16_t> mapped(assignment.size());
+  for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
+    const auto& ins = dag.instruction(v);
+    const pipeline::StageOption& o = from.at(ins.stage, ins.type).at(assignment[v]);
+    const auto& candidates = to.at(ins.stage, ins.type);
+    std::optional<std::size_t> best;
+    double best_effective = 0;
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+      const auto& c = candidates[k];
+      double effective = c.energy_j - p_static_w * c.time_s;
+      if (c.time_s <= o.time_s * (1 + 1e-9) && (!best || effective < best_effective)) best = k, best_effective = effective;
+    }
+    if (!best || best_effective > (o.energy_j - p_static_w * o.time_s) + 1e-9 * std::abs(o.energy_j)) return std::nullopt;
+    mapped[v] = static_cast<std::uint16_t>(*best);
+  }
+  return mapped;
+}
+
+}  // namespace
+
+std::string_view to_string(Method method) {
+  switch (method) {
+    case Method::kMegatron: return "Megatron-LM";
+    case Method::kPerseus: return "Perseus";
+    case Method::kNanobatching: return "Nanobatching+Perseus";
+    case Method::kKareus: return "Kareus";
+  }
+  return "?";
+}
+
+std::vector<TimeEnergy> MethodResult::points() const {
+  std::vector<TimeEnergy> out;
+  for (const FrontierPoint& p : frontier) out.push_back(p.time_energy());
+  return out;
+}
+
+std::vector<workload::Partition> job_partitions(const Job& job) {
+  std::vector<workload::Partition> partitions = workload::build_partitions(job.model, job.parallel);
+  for (int stage = 0; stage < job.parallel.pp; ++stage) {
+    for (auto& p : workload::non_partition_work(job.model, job.parallel, stage)) {
+      if (std::none_of(partitions.begin(), partitions.end(), [&](const auto& q) { return q.key == p.key; })) {
+        partitions.push_back(std::move(p));
+      }
+    }
+  }
+  return partitions;
+}
+
+MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                        const PlannerOptions& options) {
+  MethodResult result;
+  result.method = method;
+  result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
+  result.unit_time_s = options.unit_time_s;
+  const std::int64_t calls_before = evaluator.calls();
+  const std::vector<workload::Partition> partitions = job_partitions(job);
+  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+
+  compose::PartitionPoints points;
+  for (const workload::Partition& partition : partitions) {
+    auto& list = points[partition.key];
+    if (method != Method::kKareus || !partition.collective) {
+      Method knobs = method == Method::kKareus ? Method::kPerseus : method;
+      search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
+      for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(knobs, space, clock)));
+      result.grid_knobs += clocks.size();
+      continue;
+    }
+    search::PreparedSearch prepared = search::prepare_search(partition, evaluator.gpu(), options.search);
+    std::optional<std::filesystem::path> journal;
+    if (options.journal_dir) journal = *options.journal_dir / (partition.key + ".journal.jsonl");
+    search::PartitionSearchResult found =
+        search::run_prepared_search(prepared, evaluator, identity(job, evaluator), journal);
+    for (const search::Measurement& m : found.successful) list.push_back({m.knob, m.time_s, m.energy_j});
+    result.grid_knobs += found.grid_size;
+    if (options.progress) {
+      options.progress(fmt::format("{}: {} of {} knobs measured", partition.key, found.successful.size(), found.grid_size));
+    }
+  }
+
+  result.table = compose::compose_option_table(job.model, job.parallel, points,
+                                               {result.p_static_w, options.overhead_factor});
+  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches);
+  pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
+  result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
+
+  if (method == Method::kKareus) {
+    // The baselines' plans are plans of Kareus's space: map each onto Kareus's options (no slower,
+    // no costlier per instruction) and keep whatever is not dominated.
+    pipeline::InstructionDag dag(schedule);
+    std::vector<FrontierPoint> all = result.frontier;
+    for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
+      PlannerOptions quiet = options;
+      quiet.progress = nullptr;
+      MethodResult other = run_method(baseline, job, evaluator, quiet);
+      for (const FrontierPoint& p : other.frontier) {
+        auto mapped = dominating_assignment(other.table, result.table, dag, p.assignment, result.p_static_w);
+        KAREUS_CHECK(mapped.has_value(), fmt::format("a {} plan has no counterpart among Kareus's options", to_string(baseline)));
+        FrontierPoint q;
+        q.assignment = std::move(*mapped);
+        TimeEnergy te = pipeline::evaluate_assignment(result.table, dag, q.assignment, result.p_static_w);
+        q.time_s = te.time_s;
+        q.energy_j = te.energy_j;
+        q.planned_time_s = te.time_s;
+        q.model_energy_j = te.energy_j;
+        all.push_back(std::move(q));
+      }
+    }
+    std::vector<TimeEnergy> te;
+    for (const auto& p : all) te.push_back(p.time_energy());
+    std::vector<FrontierPoint> front;
+    for (std::size_t i : pareto_indices(te)) front.push_back(all[i]);
+    result.frontier = std::move(front);
+  }
+  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before);
+  return result;
+}
+
+plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {
+  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches);
+  pipeline::InstructionDag dag(schedule);
+  plan::PlanContext context{result.schedule, job.parallel.microbatches, result.p_static_w, result.unit_time_s,
+                            {{"method", std::string(to_string(result.method))}, {"job", job.name}}};
+  return plan::make_plan(result.table, dag, point, context);
+}
+
+namespace {
+
+struct EvaluationConfig {
+  const char* name;
+  const char* model;
+  int tp, cp, mbs, seq;
+};
+
+// The ten configurations of the Kareus evaluation: A100, PP 2, 8 microbatches.
+constexpr EvaluationConfig kEvaluationConfigs[] = {
+    {"llama3.2-3b-tp8-mbs8-seq4096", "llama-3.2-3b", 8, 1, 8, 4096},
+    {"llama3.2-3b-cp2tp4-mbs8-seq4096", "llama-3.2-3b", 4, 2, 8, 4096},
+    {"llama3.2-3b-cp2tp4-mbs8-seq8192", "llama-3.2-3b", 4, 2, 8, 8192},
+    {"llama3.2-3b-cp2tp4-mbs16-seq4096", "llama-3.2-3b", 4, 2, 16, 4096},
+    {"qwen3-1.7b-tp8-mbs8-seq4096", "qwen3-1.7b", 8, 1, 8, 4096},
+    {"qwen3-1.7b-tp8-mbs8-seq8192", "qwen3-1.7b", 8, 1, 8, 8192},
+    {"qwen3-1.7b-tp8-mbs16-seq4096", "qwen3-1.7b", 8, 1, 16, 4096},
+    {"qwen3-1.7b-cp2tp4-mbs8-seq4096", "qwen3-1.7b", 4, 2, 8, 4096},
+    {"qwen3-1.7b-cp2tp4-mbs8-seq8192", "qwen3-1.7b", 4, 2, 8, 8192},
+    {"qwen3-1.7b-cp2tp4-mbs16-seq4096", "qwen3-1.7b", 4, 2, 16, 4096},
+};
+
+}  // namespace
+
+std::vector<std::string> evaluation_config_names() {
+  std::vector<std::string> names;
+  for (const auto& c : kEvaluationConfigs) names.emplace_back(c.name);
+  return names;
+}
+
+Job evaluation_config(std::string_view name) {
+  for (const auto& c : kEvaluationConfigs) {
+    if (name != c.name) continue;
+    Job job;
+    job.model = workload::load_model(c.model);
+    workload::ParallelConfig p;
+    p.tp = c.tp;
+    p.cp = c.cp;
+    p.pp = 2;
+    p.microbatch_size = c.mbs;
+    p.seq_len = c.seq;
+    p.microbatches = 8;
+    job.parallel = workload::validated(job.model, p);
+    job.name = c.name;
+    return job;
+  }
+  throw InputError({"", 0, 0, "--preset"}, fmt::format("unknown configuration '{}'; known: {}", name,
+                                                       fmt::join(evaluation_config_names(), ", ")));
+}
+
+}  // namespace kareus::planner

@@ -1,0 +1,81 @@
+// The end-to-end planner: from a described training job to a time–energy frontier of iteration
+// plans, for Kareus and for the methods it is compared with, all on the same evaluator:
+// - Megatron-LM: the highest clock, collectives not overlapped (one plan);
+// - Perseus: a clock per instruction over the non-overlapped (sequential) schedule;
+// - Nanobatching+Perseus: two nanobatches, each collective launched at its partition's first slot
+//   with a fixed SM count, then Perseus's clock frontier on top;
+// - Kareus: each partition's (clock, SMs, slot) searched, composed per instruction, then the
+//   frontier. The search always measures the baselines' knobs, and the baselines' plans are plans
+//   of Kareus's space, so Kareus's frontier includes them: it weakly dominates both by construction.
+//
+// Thread-safety: run_method is reentrant; it uses the evaluator from several threads only when the
+// evaluator allows it.
+// Example:
+//   MethodResult kareus = run_method(Method::kKareus, job, evaluator, {});
+//   plan::Plan plan = make_plan(kareus, kareus.frontier.points[0]);
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kareus/compose/compose.hpp"
+#include "kareus/core/pareto.hpp"
+#include "kareus/evaluate/evaluator.hpp"
+#include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/plan/plan.hpp"
+#include "kareus/search/partition_search.hpp"
+
+namespace kareus::planner {
+
+enum class Method { kMegatron, kPerseus, kNanobatching, kKareus };
+inline constexpr Method kAllMethods[] = {Method::kMegatron, Method::kPerseus, Method::kNanobatching,
+                                        Method::kKareus};
+std::string_view to_string(Method method);  // "Megatron-LM", "Perseus", "Nanobatching+Perseus", "Kareus"
+
+struct Job {
+  workload::ModelSpec model;
+  workload::ParallelConfig parallel;  // validated
+  std::string name;                   // for reports, e.g. "llama-3.2-3b tp8 cp1 mbs8 seq4096"
+};
+
+struct PlannerOptions {
+  std::optional<double> p_static_w;  // default: the evaluator GPU's static power
+  double overhead_factor = 1.0;      // see compose.hpp
+  double unit_time_s = 1e-3;
+  search::PartitionSearchOptions search;      // Kareus's per-partition search
+  std::optional<std::filesystem::path> journal_dir;  // <dir>/<key>.journal.jsonl; none = in memory
+  std::function<void(const std::string&)> progress;  // one line per finished partition, if set
+};
+
+struct MethodResult {
+  Method method = Method::kKareus;
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  double p_static_w = 0;
+  double unit_time_s = 0;
+  pipeline::OptionTable table;
+  std::vector<pipeline::FrontierPoint> frontier;  // Pareto, time ascending; plans index `table`
+  std::size_t measurements = 0;                   // evaluator calls this method made
+  std::size_t grid_knobs = 0;                     // knobs its space holds (Kareus)
+
+  std::vector<TimeEnergy> points() const;
+};
+
+// All partitions the job runs: layer partitions, then the non-partition work of every stage.
+std::vector<workload::Partition> job_partitions(const Job& job);
+
+MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                        const PlannerOptions& options);
+
+// The plan of one frontier point, with the job and method recorded as its source.
+plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point);
+
+// The ten configurations of the Kareus evaluation (A100, PP 2), by name, e.g.
+// "llama3.2-3b-tp8-mbs8-seq4096" or "qwen3-1.7b-cp2tp4-mbs8-seq8192".
+std::vector<std::string> evaluation_config_names();
+Job evaluation_config(std::string_view name);  // InputError listing the names when unknown
+
+}  // namespace kareus::planner

@@ -1,0 +1,133 @@
+#include "kareus/compose/compose.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cmath>
+
+#include "kareus/core/error.hpp"
+#include "kareus/core/pareto.hpp"
+
+namespace kareus::compose {
+namespace {
+
+using pipeline::InstructionType;
+
+struct Job {
+  workload::ModelSpec model = workload::load_model("llama-3.2-3b");
+  workload::ParallelConfig parallel = workload::validated(model, workload::ParallelConfig{});
+};
+
+// Every key gets the same few points per clock: value = (time, energy) per knob.
+PartitionPoints uniform_points(const Job& s, const std::vector<double>& clocks,
+                               const std::vector<std::pair<double, double>>& per_knob) {
+  PartitionPoints points;
+  std::vector<std::string> keys;
+  for (const auto& p : workload::build_partitions(s.model, s.parallel)) keys.push_back(p.key);
+  for (int stage = 0; stage < s.parallel.pp; ++stage) {
+    for (const auto& p : workload::non_partition_work(s.model, s.parallel, stage)) keys.push_back(p.key);
+  }
+  for (const std::string& key : keys) {
+    for (double clock : clocks) {
+      for (std::size_t k = 0; k < per_knob.size(); ++k) {
+        double scale = 1410.0 / clock;
+        points[key].push_back({{clock, static_cast<int>(3 * (k + 1)), k == 0 ? "none" : "linear_0"},
+                               per_knob[k].first * scale, per_knob[k].second / scale});
+      }
+    }
+  }
+  return points;
+}
+
+TEST(Compose, InstructionsSumTheirPartitionsWithMultiplicity) {
+  Job s;
+  auto points = uniform_points(s, {1410}, {{1.0, 10.0}});
+  auto table = compose_option_table(s.model, s.parallel, points, {.p_static_w = 0});
+  for (int stage = 0; stage < s.parallel.pp; ++stage) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      const auto& options = table.at(stage, type);
+      ASSERT_EQ(options.size(), 1u);
+      // Every key contributes multiplicity × 1 s; count them independently.
+      InstructionKeys keys = instruction_keys(s.model, s.parallel, stage, type);
+      EXPECT_GE(options[0].time_s, static_cast<double>(keys.keys.size() + keys.recompute.size() + keys.fixed.size()));
+      EXPECT_NEAR(options[0].energy_j, 10 * options[0].time_s, 1e-9);
+      EXPECT_EQ(options[0].knob["partitions"].size(), keys.keys.size());
+      if (type == InstructionType::kBackward) {
+        EXPECT_EQ(options[0].knob["recompute"].size(), keys.recompute.size());
+        EXPECT_FALSE(keys.recompute.empty());  // full checkpointing is the default
+      }
+    }
+  }
+  // The first stage (15 layers) does more forward work than the last (13 layers), minus its head.
+  EXPECT_EQ(s.parallel.pp, 2);
+}
+
+TEST(Compose, OverheadFactorScalesTimeAndEnergy) {
+  Job s;
+  auto points = uniform_points(s, {1410}, {{1.0, 10.0}});
+  auto plain = compose_option_table(s.model, s.parallel, points, {});
+  auto padded = compose_option_table(s.model, s.parallel, points, {.p_static_w = 0, .overhead_factor = 1.15});
+  EXPECT_NEAR(padded.at(0, InstructionType::kForward)[0].time_s, 1.15 * plain.at(0, InstructionType::kForward)[0].time_s, 1e-9);
+  EXPECT_NEAR(padded.at(1, InstructionType::kBackward)[0].energy_j,
+              1.15 * plain.at(1, InstructionType::kBackward)[0].energy_j, 1e-9);
+}
+
+// The composed options at a clock equal the Pareto set of brute-force sums over every choice.
+RC_GTEST_PROP(Compose, MatchesBruteForceParetoSums, ()) {
+  Job s;
+  s.parallel.layers_per_stage = {1, 1};
+  s.parallel.checkpointing = workload::Checkpointing::kNone;
+  const int knobs = *rc::gen::inRange(1, 4);
+  std::vector<std::pair<double, double>> base;
+  for (int k = 0; k < knobs; ++k) base.emplace_back(*rc::gen::inRange(5, 20) / 10.0, *rc::gen::inRange(5, 40));
+  PartitionPoints points = uniform_points(s, {1410}, base);
+  // Perturb each key's points so keys differ.
+  int salt = 0;
+  for (auto& [key, list] : points) {
+    ++salt;
+    for (auto& p : list) p.time_s *= 1 + 0.01 * (salt % 7), p.energy_j *= 1 + 0.013 * (salt % 5);
+  }
+  const double p_static = 60;
+  auto table = compose_option_table(s.model, s.parallel, points, {.p_static_w = p_static});
+  for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+    InstructionKeys keys = instruction_keys(s.model, s.parallel, 0, type);
+    std::vector<std::string> all = keys.keys;
+    all.insert(all.end(), keys.fixed.begin(), keys.fixed.end());
+    // Brute force: all choices, multiplicity from the partition counts (1 layer per stage).
+    std::vector<TimeEnergy> sums{{0, 0}};
+    for (const std::string& key : all) {
+      int count = 1;
+      for (const auto& p : workload::build_partitions(s.model, s.parallel)) if (p.key == key) count = p.count;
+      std::vector<TimeEnergy> next;
+      for (const TimeEnergy& a : sums) {
+        for (const PartitionPoint& p : points.at(key)) next.push_back({a.time_s + count * p.time_s, a.energy_j + count * p.energy_j});
+      }
+      sums = next;
+    }
+    std::vector<TimeEnergy> effective;
+    for (const auto& x : sums) effective.push_back({x.time_s, x.energy_j - p_static * x.time_s});
+    auto expected = pareto_front(effective);
+    const auto& got = table.at(0, type);
+    RC_ASSERT(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      RC_ASSERT(std::abs(got[i].time_s - expected[i].time_s) < 1e-9);
+      RC_ASSERT(std::abs(got[i].energy_j - p_static * got[i].time_s - expected[i].energy_j) < 1e-9);
+    }
+  }
+}
+
+TEST(Compose, MissingPartitionsAndClocksAreInputErrors) {
+  Job s;
+  auto points = uniform_points(s, {1410, 1200}, {{1.0, 10.0}});
+  auto without = points;
+  without.erase(without.begin());
+  EXPECT_THROW(compose_option_table(s.model, s.parallel, without, {}), InputError);
+  // One key lacks 1200 MHz: only 1410 is offered.
+  auto& list = points.at("fwd_attn");
+  std::erase_if(list, [](const PartitionPoint& p) { return p.knob.freq_mhz == 1200; });
+  auto table = compose_option_table(s.model, s.parallel, points, {});
+  for (const auto& o : table.at(0, InstructionType::kForward)) EXPECT_EQ(o.freq_mhz, 1410);
+}
+
+}  // namespace
+}  // namespace kareus::compose

@@ -1,0 +1,75 @@
+#include "kareus/planner/planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kareus/core/error.hpp"
+#include "kareus/evaluate/simulated.hpp"
+
+namespace kareus::planner {
+namespace {
+
+// Every point of `other` has a Kareus point no slower and no costlier.
+void expect_weak_dominance(const std::vector<TimeEnergy>& kareus, const std::vector<TimeEnergy>& other,
+                           const std::string& what) {
+  for (const TimeEnergy& p : other) {
+    auto energy = min_energy_within_time(kareus, p.time_s * (1 + 1e-9));
+    ASSERT_TRUE(energy.has_value()) << what << ": nothing as fast as " << p.time_s;
+    EXPECT_LE(*energy, p.energy_j * (1 + 1e-9)) << what << " at t=" << p.time_s;
+  }
+}
+
+class EvaluationConfigs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EvaluationConfigs, KareusWeaklyDominatesTheBaselines) {
+  Job job = evaluation_config(GetParam());
+  evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  std::vector<MethodResult> results;
+  for (Method m : kAllMethods) results.push_back(run_method(m, job, evaluator, options));
+  const auto kareus = results[3].points();
+  ASSERT_FALSE(kareus.empty());
+  EXPECT_EQ(results[0].frontier.size(), 1u) << "Megatron-LM runs one plan";
+  expect_weak_dominance(kareus, results[1].points(), "Perseus");
+  expect_weak_dominance(kareus, results[2].points(), "Nanobatching+Perseus");
+  // Perseus runs every clock over the sequential schedule, so it includes Megatron-LM's plan.
+  expect_weak_dominance(results[1].points(), results[0].points(), "Megatron-LM vs Perseus");
+  // Plans carry each partition's knobs and replay to the frontier's figures.
+  plan::Plan p = make_plan(results[3], job, results[3].frontier.front());
+  EXPECT_NEAR(p.time_s, kareus.front().time_s, 1e-12);
+  ASSERT_TRUE(p.stages[0][0].knob.contains("partitions"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kareus, EvaluationConfigs, ::testing::ValuesIn(evaluation_config_names()),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
+                           for (char& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+// The Bayesian search measures a fraction of each grid, but always the baselines' knobs: the
+// dominance must hold there too.
+TEST(EvaluationConfigs, MoboSearchStillWeaklyDominatesTheBaselines) {
+  Job job = evaluation_config("qwen3-1.7b-cp2tp4-mbs8-seq4096");
+  evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kMobo;
+  options.search.seed = 7;
+  MethodResult kareus = run_method(Method::kKareus, job, evaluator, options);
+  EXPECT_LT(kareus.measurements, kareus.grid_knobs) << "MOBO measured the whole grid";
+  expect_weak_dominance(kareus.points(), run_method(Method::kPerseus, job, evaluator, options).points(), "Perseus");
+  expect_weak_dominance(kareus.points(), run_method(Method::kNanobatching, job, evaluator, options).points(),
+                        "Nanobatching+Perseus");
+}
+
+TEST(EvaluationConfigs, UnknownNamesListTheKnownOnes) {
+  try {
+    evaluation_config("gpt-5");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("qwen3-1.7b-cp2tp4-mbs16-seq4096"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace kareus::planner
