@@ -1,0 +1,108 @@
+// Applies SM clocks to GPUs without ever making the training loop wait: one worker thread per GPU
+// owns that GPU's setters, and callers only record the clock they want. A clock reaches the
+// device only when it differs from the one already there; a request overtaken by a newer one
+// before its worker got to it is dropped (only the latest clock matters). Every device call's
+// latency is recorded (stats(), report()).
+//
+// At start the memory clock is locked to its maximum (SM clocks are planned at it) and the power
+// limit is reset to the default, so the plan's clocks are what the GPU runs. The locked clocks are
+// always put back: on stop(), destruction, normal exit, an uncaught exception (std::terminate),
+// SIGINT and SIGTERM (reset_guard.hpp). A clock the GPU does not support is snapped to the nearest
+// supported one, with one warning per GPU. Missing privilege (clock setting needs root or
+// CAP_SYS_ADMIN) is one clear error message, after which the controller keeps the clocks as they
+// are and the job runs on; with `require_privilege` the constructor throws instead.
+//
+// Thread-safety: request_*, wait_idle, stats and report may be called from any thread; stop() from
+// one thread at a time. After a signal or exit reset the controller is halted: requests are
+// ignored, because the process is on its way out.
+// Example:
+//   FrequencyController controller(gpus.all());
+//   controller.request_sm_clock(1230);   // returns at once; the worker locks the clock
+//   ...
+//   controller.stop();                    // or let the destructor reset the clocks
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kareus/runtime/gpu.hpp"
+#include "kareus/runtime/reset_guard.hpp"
+
+namespace kareus::runtime {
+
+struct FrequencyControllerOptions {
+  bool lock_memory_clock = true;   // to the highest supported, at start (reset at stop)
+  bool reset_power_limit = true;   // to the default, at start
+  bool reset_on_signals = true;    // SIGINT / SIGTERM reset the clocks, then re-raise
+  bool require_privilege = false;  // throw GpuPermissionError at start instead of warning
+};
+
+struct ControllerGpuStats {
+  long requests = 0;    // clocks or resets asked of this GPU
+  long unchanged = 0;   // the GPU was already at, or headed to, that state: nothing sent
+  long superseded = 0;  // overtaken by a newer request before the worker reached it
+  long snapped = 0;     // moved to the nearest supported clock
+  long applied = 0;     // device calls made (each one's latency is recorded)
+  long errors = 0;
+  std::string last_error;
+  double total_latency_s = 0;
+  double max_latency_s = 0;
+  std::vector<double> recent_latencies_s;  // the last kRecentLatencies calls, oldest first
+
+  static constexpr std::size_t kRecentLatencies = 4096;
+  double mean_latency_s() const;
+  double median_latency_s() const;  // of the recent calls; 0 when none
+};
+
+class FrequencyController final : private EmergencyResettable {
+ public:
+  // Runs the start actions on the caller's thread, then starts one worker per GPU. Throws
+  // InputError on an empty or null GPU list; GpuPermissionError only with `require_privilege`.
+  explicit FrequencyController(std::vector<std::shared_ptr<Gpu>> gpus,
+                               FrequencyControllerOptions options = {});
+  ~FrequencyController();
+  FrequencyController(const FrequencyController&) = delete;
+  FrequencyController& operator=(const FrequencyController&) = delete;
+
+  // Never blocks on a device. Throws InputError on a clock <= 0, a position out of range, or
+  // after stop().
+  void request_sm_clock(int clock_mhz);  // every GPU
+  void request_sm_clock(std::size_t position, int clock_mhz);
+  void request_reset();  // every GPU back to the driver's clock management
+
+  // Blocks until every request made so far has reached its device (tests, `kareus replay`).
+  void wait_idle();
+  // Stops the workers and resets the locked clocks (and the memory clock it locked). Idempotent.
+  void stop();
+
+  std::size_t size() const { return workers_.size(); }
+  const std::shared_ptr<Gpu>& gpu(std::size_t position) const;
+  // False after missing privilege: requests are counted but no clock is sent.
+  bool clocks_enabled() const { return clocks_enabled_.load(); }
+  bool halted() const { return halted_.load(); }
+  ControllerGpuStats stats(std::size_t position) const;
+  // One line per GPU: requests, changes, latency.
+  std::string report() const;
+
+ private:
+  struct Target;
+  struct Worker;
+  void enqueue(Worker& worker, const Target& target, bool snapped, int requested_mhz);
+  void run_worker(Worker& worker);
+  void missing_privilege(const GpuPermissionError& error);
+  void reset_devices(bool quiet) noexcept;
+  void emergency_reset() noexcept override;
+
+  FrequencyControllerOptions options_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::atomic<bool> clocks_enabled_{true};
+  std::atomic<bool> halted_{false};
+  std::atomic<bool> stopped_{false};
+  std::once_flag privilege_message_;
+  std::mutex stop_mutex_;
+};
+
+}  // namespace kareus::runtime
