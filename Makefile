@@ -14,16 +14,19 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
-# The main job on the built-in default: the frontier of the bundled, measured GPT-3 A100 profile.
+# The main job on the built-in default: `kareus plan` for Llama 3.2 3B, TP 8, PP 2, 8 microbatches of
+# 8 at sequence 4096, on the simulated A100 SXM4 40GB; writes kareus-out/.
 run: build
-	$(BUILD)/kareus frontier --profile data/perseus-sosp24/stage_profile/gpt3-175b+a100_sxm_bf16.csv \
-	  --stages 8 --microbatches 12 --p-blocking 83.64 --out kareus-out
+	$(BUILD)/kareus plan --out kareus-out
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
+# Solver speed, simulated-evaluator throughput and (slow, minutes) the search's sample efficiency.
 bench: build
 	@$(BUILD)/bench/kareus_bench
+	@$(BUILD)/bench/kareus_evaluate_bench
+	@bash bench/search_efficiency.sh $(BUILD)
 
 clean:
 	@rm -rf $(BUILD)

@@ -51,6 +51,7 @@ int run_compare(CompareFlags& flags) {
   std::vector<planner::Job> jobs;
   hardware::GpuSpec gpu;
   if (flags.all || !flags.preset.empty()) {
+    reject_workload_flags(flags.workload, flags.all ? "--all" : "--preset");
     gpu = hardware::load_gpu_preset(flags.workload.gpu);
     for (const std::string& name : flags.all ? planner::evaluation_config_names() : std::vector<std::string>{flags.preset}) {
       jobs.push_back(planner::evaluation_config(name));

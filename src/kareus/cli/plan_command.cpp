@@ -31,7 +31,7 @@ struct PlanFlags {
   std::string journal_dir;
 };
 
-int run_plan(PlanFlags& flags, CLI::App& cmd) {
+int run_plan(PlanFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
   const plan::Target target = plan::parse_target(flags.target);
   auto mode = search::parse_search_mode(flags.mode);
@@ -41,12 +41,7 @@ int run_plan(PlanFlags& flags, CLI::App& cmd) {
   planner::Job job;
   hardware::GpuSpec gpu;
   if (!flags.preset.empty()) {
-    for (const char* name : {"--model", "--tp", "--cp", "--pp", "--dp", "--mbs", "--seq", "--microbatches",
-                             "--checkpointing", "--config", "--layers-per-stage"}) {
-      if (cmd.get_option_no_throw(name) && cmd.count(name) > 0) {
-        throw InputError({"", 0, 0, "--preset"}, fmt::format("--preset fixes the workload; it cannot be combined with {}", name));
-      }
-    }
+    reject_workload_flags(flags.workload, "--preset");
     job = planner::evaluation_config(flags.preset);
     gpu = hardware::load_gpu_preset(flags.workload.gpu);
   } else {
@@ -144,7 +139,7 @@ Action register_plan(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--unit-time", flags->unit_time_s, "Frontier solver time unit in seconds")->capture_default_str();
   cmd->add_option("--journal-dir", flags->journal_dir, "Keep each partition's measurements in DIR/<key>.journal.jsonl");
-  return [flags, cmd] { return run_plan(*flags, *cmd); };
+  return [flags] { return run_plan(*flags); };
 }
 
 }  // namespace kareus::cli

@@ -60,6 +60,17 @@ void add_workload_flags(CLI::App& cmd, WorkloadFlags& f) {
                      "from the last stage to the first)");
 }
 
+void reject_workload_flags(const WorkloadFlags& flags, std::string_view fixing_flag) {
+  auto conflict = [&](const std::string& flag) {
+    return InputError({"", 0, 0, std::string(fixing_flag)},
+                      fmt::format("{} fixes the workload; it cannot be combined with {}", fixing_flag, flag));
+  };
+  if (!flags.config.empty()) throw conflict("--config");
+  for (const auto& [key, option] : flags.options) {
+    if (key != "gpu" && option->count() > 0) throw conflict(option->get_name());
+  }
+}
+
 ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
                                   const std::vector<std::string>& extra_keys) {
   WorkloadFlags f = flags;

@@ -36,6 +36,10 @@ struct WorkloadFlags {
 
 void add_workload_flags(CLI::App& cmd, WorkloadFlags& flags);
 
+// For commands where `fixing_flag` (e.g. "--preset") names the whole workload: InputError naming
+// the first workload flag or --config that was given too. --gpu stays free: it picks the device.
+void reject_workload_flags(const WorkloadFlags& flags, std::string_view fixing_flag);
+
 struct ResolvedWorkload {
   workload::ModelSpec model;
   workload::ParallelConfig parallel;  // validated, layers_per_stage filled in

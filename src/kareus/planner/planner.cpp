@@ -132,6 +132,8 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
 
+  // Counted before the baselines below run: those re-measure knobs the search already has.
+  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before);
   if (method == Method::kKareus) {
     // The baselines' plans are plans of Kareus's space: map each onto Kareus's options (no slower,
     // no costlier per instruction) and keep whatever is not dominated.
@@ -160,7 +162,6 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
     for (std::size_t i : pareto_indices(te)) front.push_back(all[i]);
     result.frontier = std::move(front);
   }
-  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before);
   return result;
 }
 

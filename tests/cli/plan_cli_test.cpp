@@ -1,0 +1,175 @@
+// `kareus plan`, `kareus compare` and `kareus export` end to end on the simulated GPU: what they
+// write, that the chosen plan is the one the target asks for, that Kareus is never worse than the
+// baselines, and bad input as one line, exit 2, nothing written.
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.hpp"
+
+namespace kareus::testing {
+namespace {
+
+struct Point {
+  double time_s, energy_j;
+};
+
+std::vector<Point> read_frontier_csv(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "time_s,energy_j");
+  std::vector<Point> points;
+  while (std::getline(in, line)) {
+    const auto comma = line.find(',');
+    points.push_back({std::stod(line.substr(0, comma)), std::stod(line.substr(comma + 1))});
+  }
+  return points;
+}
+
+std::vector<std::vector<std::string>> read_csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::size_t start = 0;
+    for (std::size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1) {
+      cells.push_back(line.substr(start, comma - start));
+    }
+    cells.push_back(line.substr(start));
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+
+using PlanCli = CliTest;
+
+TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
+  const CliResult r = run("plan --out " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Llama 3.2 3B")) << r.out;
+  EXPECT_TRUE(contains(r.out, "simulated")) << r.out;
+
+  const std::vector<Point> frontier = read_frontier_csv(slurp(path("out/frontier.csv")));
+  ASSERT_GE(frontier.size(), 2u);
+  for (std::size_t i = 1; i < frontier.size(); ++i) {
+    EXPECT_GT(frontier[i].time_s, frontier[i - 1].time_s) << i;
+    EXPECT_LT(frontier[i].energy_j, frontier[i - 1].energy_j) << i;
+  }
+
+  const auto summary = nlohmann::json::parse(slurp(path("out/summary.json")));
+  for (const char* key : {"workload", "evaluator", "p_static_w", "energy_scope", "time_s", "energy_j",
+                          "frontier_points", "run_time_s"}) {
+    EXPECT_TRUE(summary.contains(key)) << key;
+  }
+  EXPECT_EQ(summary["frontier_points"].get<std::size_t>(), frontier.size());
+  // max-throughput is the default target: the fastest point.
+  EXPECT_NEAR(summary["time_s"].get<double>(), frontier.front().time_s, 1e-6 * frontier.front().time_s);
+  EXPECT_NEAR(summary["energy_j"].get<double>(), frontier.front().energy_j, 1e-6 * frontier.front().energy_j);
+
+  const auto plan = nlohmann::json::parse(slurp(path("out/plan.json")));
+  EXPECT_EQ(plan["format"], "kareus-plan");
+  ASSERT_EQ(plan["stages"].size(), 2u);
+  const auto& first = plan["stages"][0]["instructions"][0];
+  ASSERT_TRUE(first["knob"].contains("partitions")) << first.dump();
+  EXPECT_FALSE(first["knob"]["partitions"].empty());
+
+  const std::string html = slurp(path("out/report.html"));
+  EXPECT_TRUE(contains(html, "<svg")) << "the report embeds its plots";
+  EXPECT_TRUE(contains(html, "Llama 3.2 3B"));
+}
+
+TEST_F(PlanCli, TargetsPickTheirPoint) {
+  ASSERT_EQ(run("plan --target min-energy --out " + path("low")).exit_code, 0);
+  const std::vector<Point> frontier = read_frontier_csv(slurp(path("low/frontier.csv")));
+  ASSERT_GE(frontier.size(), 3u);
+  auto chosen = [&](const std::string& dir) {
+    const auto s = nlohmann::json::parse(slurp(path(dir + "/summary.json")));
+    return Point{s["time_s"].get<double>(), s["energy_j"].get<double>()};
+  };
+  EXPECT_NEAR(chosen("low").energy_j, frontier.back().energy_j, 1e-6 * frontier.back().energy_j);
+
+  // A deadline halfway along the frontier: the least energy among the points that meet it.
+  const double deadline = (frontier.front().time_s + frontier.back().time_s) / 2;
+  ASSERT_EQ(run("plan --target deadline:" + std::to_string(deadline) + " --out " + path("mid")).exit_code, 0);
+  double expected = frontier.front().energy_j;
+  for (const Point& p : frontier) {
+    if (p.time_s <= deadline) expected = std::min(expected, p.energy_j);
+  }
+  EXPECT_LE(chosen("mid").time_s, deadline);
+  EXPECT_NEAR(chosen("mid").energy_j, expected, 1e-6 * expected);
+}
+
+TEST_F(PlanCli, ThePlanExportsToTheKareusArtifactFormat) {
+  ASSERT_EQ(run("plan --out " + path("out")).exit_code, 0);
+  const CliResult r = run("export --plan " + path("out/plan.json") + " --format kareus-artifact --out " + path("art"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string freqs = slurp(path("art/freqs_pipeline_00000.py"));
+  const std::string scheds = slurp(path("art/scheds_pipeline_00000.py"));
+  EXPECT_TRUE(contains(freqs, "('forward', ")) << freqs.substr(0, 200);
+  EXPECT_TRUE(contains(freqs, "('backward', ")) << freqs.substr(0, 200);
+  EXPECT_TRUE(contains(scheds, "-none-")) << scheds.substr(0, 200);
+  EXPECT_TRUE(contains(scheds, "-1024")) << scheds.substr(0, 200);
+}
+
+TEST_F(PlanCli, BadInputIsOneLineExitTwoAndNothingWritten) {
+  const std::string out = " --out " + path("never");
+  expect_one_line_error(run("plan --target deadline:0.001" + out), "reachable");
+  expect_one_line_error(run("plan --target fastest" + out), "--target");
+  expect_one_line_error(run("plan --preset llama3.2-3b-tp8-mbs8-seq4096 --tp 4" + out), "--tp");
+  expect_one_line_error(run("plan --preset no-such-config" + out), "qwen3-1.7b-tp8-mbs8-seq4096");
+  expect_one_line_error(run("plan --config " + write("job.json", R"({"model": "qwen3-1.7b", "tpp": 4})") + out),
+                        "tpp");
+  expect_one_line_error(run("plan --mbs 1" + out), "mbs");
+  expect_one_line_error(run("plan --model gpt-9" + out), "llama-3.2-3b");
+  expect_one_line_error(run("plan --overhead 0" + out), "--overhead");
+  EXPECT_FALSE(std::filesystem::exists(path("never")));
+}
+
+using CompareCli = CliTest;
+
+TEST_F(CompareCli, FourMethodsAndKareusIsNeverWorse) {
+  const CliResult r = run("compare --preset qwen3-1.7b-cp2tp4-mbs8-seq4096 --out " + path("cmp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = read_csv_rows(slurp(path("cmp/compare.csv")));
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"config", "method", "max_throughput_time_s", "max_throughput_energy_j",
+                                               "iso_time_energy_reduction_pct", "iso_energy_time_reduction_pct"}));
+  std::map<std::string, std::vector<std::string>> by_method;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 6u);
+    EXPECT_EQ(rows[i][0], "qwen3-1.7b-cp2tp4-mbs8-seq4096");
+    by_method[rows[i][1]] = rows[i];
+  }
+  ASSERT_EQ(by_method.size(), 4u);
+  // Perseus is the reference of the iso figures.
+  EXPECT_EQ(by_method["Perseus"][4], "");
+  EXPECT_EQ(by_method["Perseus"][5], "");
+  const double kareus_time = std::stod(by_method["Kareus"][2]);
+  for (const auto& [method, row] : by_method) EXPECT_LE(kareus_time, std::stod(row[2]) * (1 + 1e-9)) << method;
+  // Kareus's frontier weakly dominates Nanobatching+Perseus's, so it saves at least as much.
+  EXPECT_GE(std::stod(by_method["Kareus"][4]), std::stod(by_method["Nanobatching+Perseus"][4]) - 1e-3);
+  EXPECT_GT(std::stod(by_method["Kareus"][4]), 0);
+
+  const auto report = nlohmann::json::parse(slurp(path("cmp/compare.json")));
+  ASSERT_EQ(report["configs"].size(), 1u);
+  for (const auto& method : report["configs"][0]["methods"]) {
+    EXPECT_TRUE(method.contains("iso_time_energy_reduction_pct_10_points")) << method["method"];
+    const auto& frontier = method["frontier"];
+    for (std::size_t i = 1; i < frontier.size(); ++i) {
+      EXPECT_GT(frontier[i][0].get<double>(), frontier[i - 1][0].get<double>());
+      EXPECT_LT(frontier[i][1].get<double>(), frontier[i - 1][1].get<double>());
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(path("cmp/qwen3-1.7b-cp2tp4-mbs8-seq4096.svg")));
+}
+
+TEST_F(CompareCli, ContradictoryFlagsAreOneLineExitTwo) {
+  const std::string out = " --out " + path("never");
+  expect_one_line_error(run("compare --all --preset qwen3-1.7b-tp8-mbs8-seq4096" + out), "contradict");
+  expect_one_line_error(run("compare --all --model qwen3-1.7b" + out), "--model");
+  expect_one_line_error(run("compare --mode greedy" + out), "--mode");
+  EXPECT_FALSE(std::filesystem::exists(path("never")));
+}
+
+}  // namespace
+}  // namespace kareus::testing
