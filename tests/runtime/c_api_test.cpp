@@ -151,7 +151,7 @@ TEST(CApi, ErrorsAreCodesWithAMessage) {
   ASSERT_OK(kareus_gpu_open_fake(0, nullptr, &fake));
   char name[8];
   ASSERT_OK(kareus_gpu_name(fake, name, sizeof(name)));
-  EXPECT_EQ(std::string(name), "Fake A1");  // truncated, terminated
+  EXPECT_EQ(std::string(name), "Fake NV");  // truncated, terminated
   size_t count = 0;
   int top[2] = {0, 0};
   ASSERT_OK(kareus_gpu_supported_sm_clocks_mhz(fake, top, 2, &count));

@@ -69,23 +69,26 @@ TEST(GpuCollection, PositionIsTheCudaIndex) {
 TEST(FakeGpu, EnergyAdvancesAtThePowerOfItsClockAndLoad) {
   auto time = std::make_shared<ManualTimeSource>();
   FakeGpu gpu(make_fake_gpu_config(0, time));
-  SimpleDvfsCurve curve;
+  const hardware::GpuSpec a100 = hardware::load_gpu_preset("a100-sxm4-40gb");
+  auto power_w = [&](double f, double load) { return model_power_w(a100, f, load); };
   EXPECT_EQ(gpu.current_sm_clock_mhz(), 1410);  // unlocked: the highest clock
   time->advance_s(2);                           // idle
-  EXPECT_NEAR(gpu.total_energy_mj(), curve.static_power_w * 2 * 1000, 1e-6);
+  EXPECT_NEAR(gpu.total_energy_mj(), a100.static_power_w * 2 * 1000, 1e-6);
 
   gpu.set_locked_sm_clocks(1005, 1005);
   gpu.set_load(1.0);
   time->advance_s(0.5);
-  double expected_mj = (curve.static_power_w * 2 + curve.power_w(1005, 1.0) * 0.5) * 1000;
+  double expected_mj = (a100.static_power_w * 2 + power_w(1005, 1.0) * 0.5) * 1000;
   EXPECT_NEAR(gpu.total_energy_mj(), expected_mj, 1e-6);
-  EXPECT_NEAR(gpu.instant_power_mw(), curve.power_w(1005, 1.0) * 1000, 1e-9);
+  EXPECT_NEAR(gpu.instant_power_mw(), power_w(1005, 1.0) * 1000, 1e-9);
   EXPECT_EQ(gpu.current_sm_clock_mhz(), 1005);
 
   gpu.reset_locked_sm_clocks();
   EXPECT_EQ(gpu.current_sm_clock_mhz(), 1410);
-  EXPECT_GT(curve.power_w(1410, 1.0), curve.power_w(1005, 1.0));
-  EXPECT_NEAR(curve.power_w(1410, 1.0), 400, 1e-9);  // A100 TDP at full load and clock
+  // The hardware model: power falls with the clock; full load at the max clock is the TDP.
+  EXPECT_GT(power_w(1410, 1.0), power_w(1005, 1.0));
+  EXPECT_GT(power_w(1005, 1.0), power_w(705, 1.0));
+  EXPECT_NEAR(power_w(1410, 1.0), a100.tdp_w, 1e-6 * a100.tdp_w);
 }
 
 TEST(FakeGpu, LockBetweenSupportedClocksRunsAtTheLowerOne) {

@@ -4,8 +4,8 @@
 // and deterministically.
 //
 // Each fake GPU draws P_blocking when idle and, while an instruction runs, a load chosen so that
-// it draws the instruction's planned power at the instruction's planned clock (the load scales a
-// DVFS curve's dynamic power). The measured energy therefore equals the plan's exactly when, and
+// it draws the instruction's planned power at the instruction's planned clock (the load scales the
+// A100 preset's DVFS model of dynamic power, stretched to the plan's top clock). The measured energy therefore equals the plan's exactly when, and
 // only when, every clock reaches the device before its instruction starts; a clock that is late,
 // wrong or snapped shows up as a difference.
 #include <fmt/format.h>
@@ -19,6 +19,7 @@
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/core/error.hpp"
+#include "kareus/hardware/gpu.hpp"
 #include "kareus/pipeline/dag.hpp"
 #include "kareus/pipeline/schedule.hpp"
 #include "kareus/runtime/energy_monitor.hpp"
@@ -39,16 +40,24 @@ struct ReplayFlags {
 
 // The fake devices' power model for one plan (see the file comment).
 struct ReplayPowerModel {
-  runtime::SimpleDvfsCurve curve;
+  hardware::GpuSpec shape = hardware::load_gpu_preset("a100-sxm4-40gb");
+  double max_clock_mhz = 0;  // the plan's top clock, mapped onto the shape's
   double idle_w = 0;
   double peak_dynamic_w = 1;
 
+  // Full-load dynamic power at `sm_clock_mhz` over that at the top clock, in (0, 1].
+  double dynamic_scale(double sm_clock_mhz) const {
+    auto dynamic_at = [&](double f) {
+      return hardware::dynamic_power_w(shape, std::clamp(f, 1.0, shape.max_clock_mhz), hardware::full_load_activity(shape));
+    };
+    return dynamic_at(sm_clock_mhz * shape.max_clock_mhz / max_clock_mhz) / dynamic_at(shape.max_clock_mhz);
+  }
   double load_for(const plan::PlannedInstruction& i) const {
     double dynamic_w = i.energy_j / i.time_s - idle_w;
-    return std::clamp(dynamic_w / (peak_dynamic_w * curve.dynamic_scale(i.freq_mhz)), 0.0, 1.0);
+    return std::clamp(dynamic_w / (peak_dynamic_w * dynamic_scale(i.freq_mhz)), 0.0, 1.0);
   }
   double power_w(double sm_clock_mhz, double load) const {
-    return idle_w + load * peak_dynamic_w * curve.dynamic_scale(sm_clock_mhz);
+    return idle_w + load * peak_dynamic_w * dynamic_scale(sm_clock_mhz);
   }
 };
 
@@ -60,19 +69,14 @@ ReplayPowerModel power_model_for(const plan::Plan& plan, std::vector<int>& clock
     for (const auto& i : stage) clocks.insert(static_cast<int>(std::lround(i.freq_mhz)));
   }
   double max_mhz = std::max(1410.0, static_cast<double>(*clocks.rbegin()));
-  // An A100-shaped curve stretched to the plan's top clock.
-  model.curve.max_clock_mhz = max_mhz;
-  model.curve.knee_clock_mhz = max_mhz * 1005.0 / 1410.0;
+  model.max_clock_mhz = max_mhz;
   double peak = 1;
   for (const auto& stage : plan.stages) {
     for (const auto& i : stage) {
-      peak = std::max(
-          peak, (i.energy_j / i.time_s - model.idle_w) / model.curve.dynamic_scale(i.freq_mhz));
+      peak = std::max(peak, (i.energy_j / i.time_s - model.idle_w) / model.dynamic_scale(i.freq_mhz));
     }
   }
   model.peak_dynamic_w = peak;
-  model.curve.peak_dynamic_power_w = peak;
-  model.curve.static_power_w = model.idle_w;
   // The device supports an A100-like grid plus every clock the plan names, so nothing is snapped.
   for (int f = 210; f <= static_cast<int>(max_mhz); f += 15) clocks.insert(f);
   clocks_mhz.assign(clocks.rbegin(), clocks.rend());

@@ -7,31 +7,32 @@
 
 namespace kareus::runtime {
 
-double SimpleDvfsCurve::dynamic_scale(double sm_clock_mhz) const {
-  double f = std::clamp(sm_clock_mhz, 0.0, max_clock_mhz);
-  double v = min_voltage_ratio;
-  if (f > knee_clock_mhz && max_clock_mhz > knee_clock_mhz) {
-    v += (1 - min_voltage_ratio) * (f - knee_clock_mhz) / (max_clock_mhz - knee_clock_mhz);
-  }
-  return f / max_clock_mhz * v * v;
+double model_power_w(const hardware::GpuSpec& gpu, double sm_clock_mhz, double load) {
+  hardware::Activity activity = hardware::full_load_activity(gpu);
+  const double share = std::clamp(load, 0.0, 1.0);
+  activity.compute_sm_fraction *= share;
+  activity.comm_sm_fraction *= share;
+  activity.hbm_bytes_per_s *= share;
+  activity.link_bytes_per_s *= share;
+  return hardware::power_w(gpu, std::clamp(sm_clock_mhz, 1.0, gpu.max_clock_mhz), activity);
 }
 
-double SimpleDvfsCurve::power_w(double sm_clock_mhz, double load) const {
-  return static_power_w +
-         std::clamp(load, 0.0, 1.0) * peak_dynamic_power_w * dynamic_scale(sm_clock_mhz);
+FakeGpuConfig make_fake_gpu_config(const hardware::GpuSpec& gpu, int index, std::shared_ptr<TimeSource> time) {
+  FakeGpuConfig config;
+  config.index = index;
+  config.name = fmt::format("Fake {} (simulated)", gpu.display_name);
+  for (double f : gpu.sm_clocks_mhz) config.sm_clocks_mhz.push_back(static_cast<int>(std::lround(f)));
+  config.memory_clocks_mhz = {1215};
+  const int tdp_mw = static_cast<int>(std::lround(gpu.tdp_w * 1000));
+  config.power_limits = {tdp_mw / 4, tdp_mw, tdp_mw};
+  config.power_w = [gpu](double f, double load) { return model_power_w(gpu, f, load); };
+  config.time = std::move(time);
+  return config;
 }
 
 FakeGpuConfig make_fake_gpu_config(int index, std::shared_ptr<TimeSource> time) {
-  FakeGpuConfig config;
-  config.index = index;
-  for (int f = 1410; f >= 210; f -= 15) config.sm_clocks_mhz.push_back(f);
-  config.memory_clocks_mhz = {1215};
-  config.power_limits = {100'000, 400'000, 400'000};
-  config.power_w = [curve = SimpleDvfsCurve{}](double f, double load) {
-    return curve.power_w(f, load);
-  };
-  config.time = std::move(time);
-  return config;
+  static const hardware::GpuSpec a100 = hardware::load_gpu_preset("a100-sxm4-40gb");
+  return make_fake_gpu_config(a100, index, std::move(time));
 }
 
 FakeGpu::FakeGpu(FakeGpuConfig config) : config_(std::move(config)) {
@@ -64,10 +65,13 @@ int FakeGpu::effective_clock_locked() const {
     while (top + 1 < clocks.size() && clocks[top] > locked_sm_->second) ++top;
     floor_mhz = std::max(floor_mhz, std::min(locked_sm_->first, clocks[top]));
   }
-  // Power capping: step down while over the limit, never below the lock's floor.
+  // Power capping: step down while over the limit by more than the enforcement's resolution
+  // (0.1 W; a preset's rounded parameters put full load a hair off its TDP), never below the
+  // lock's floor.
+  constexpr double kResolutionMw = 100;
   std::size_t k = top;
   while (k + 1 < clocks.size() && clocks[k + 1] >= floor_mhz &&
-         config_.power_w(clocks[k], load_) * 1000 > power_limit_mw_) {
+         config_.power_w(clocks[k], load_) * 1000 > power_limit_mw_ + kResolutionMw) {
     ++k;
   }
   return clocks[k];

@@ -3,8 +3,7 @@
 // SM clock and a given load imply. It measures nothing; outputs that use it must say "simulated".
 //
 // The power comes from a function (sm_clock_mhz, load) -> W, so that any model can drive it. The
-// default is SimpleDvfsCurve below, a documented stand-in until the hardware module's DVFS model
-// (ARCHITECTURE.md, "The simulated GPU") exists; see make_fake_gpu_config().
+// default is the hardware module's DVFS model of a GPU preset (model_power_w below).
 //
 // Thread-safety: every method may be called from several threads at once.
 // Example:
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "kareus/hardware/gpu.hpp"
 #include "kareus/runtime/gpu.hpp"
 #include "kareus/runtime/time_source.hpp"
 
@@ -32,21 +32,10 @@ namespace kareus::runtime {
 // Board power (W) at an SM clock (MHz) and a load in [0, 1] (the fraction of the GPU busy).
 using PowerFunction = std::function<double(double sm_clock_mhz, double load)>;
 
-// A plain DVFS power curve: P = P_static + load · P_dyn · (f / f_max) · (V(f) / V_max)², with the
-// voltage flat at `min_voltage_ratio` up to `knee_clock_mhz` and rising linearly to 1 at f_max.
-// Defaults are an A100 SXM4 40 GB in round numbers: 85 W blocked on communication (Perseus's
-// P_blocking 83.64 W), 400 W (its TDP) at 1410 MHz under full load.
-struct SimpleDvfsCurve {
-  double static_power_w = 85;
-  double peak_dynamic_power_w = 315;
-  double max_clock_mhz = 1410;
-  double knee_clock_mhz = 1005;
-  double min_voltage_ratio = 0.75;
-
-  double power_w(double sm_clock_mhz, double load) const;
-  // The factor (f / f_max)·(V(f) / V_max)² that scales the dynamic power, in (0, 1].
-  double dynamic_scale(double sm_clock_mhz) const;
-};
+// Board power of `gpu` under a steady load in [0, 1]: that share of the full load TDP is specified
+// for (hardware::full_load_activity: every SM computing at intensity 1, HBM at full bandwidth).
+// Load 0 draws the static power; load 1 at the max clock draws the TDP.
+double model_power_w(const hardware::GpuSpec& gpu, double sm_clock_mhz, double load);
 
 struct FakeGpuConfig {
   int index = 0;
@@ -61,9 +50,11 @@ struct FakeGpuConfig {
   double energy_update_period_s = 0;
 };
 
-// An A100-like fake: SM clocks 1410..210 MHz in 15 MHz steps, memory 1215 MHz, power limit
-// 100–400 W (default 400 W), SimpleDvfsCurve{} power.
-// When the hardware module lands, a factory from its presets (GpuSpec, power_w) belongs here.
+// A fake of `gpu`: its SM clocks, one memory clock (1215 MHz), power limits from a quarter of the
+// TDP up to the TDP (default the TDP), model_power_w power.
+FakeGpuConfig make_fake_gpu_config(const hardware::GpuSpec& gpu, int index = 0,
+                                   std::shared_ptr<TimeSource> time = nullptr);
+// A fake of the bundled A100 SXM4 40GB preset (loaded once).
 FakeGpuConfig make_fake_gpu_config(int index = 0, std::shared_ptr<TimeSource> time = nullptr);
 
 class FakeGpu : public Gpu {

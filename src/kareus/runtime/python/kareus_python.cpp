@@ -147,7 +147,7 @@ PYBIND11_MODULE(kareus, m) {
 
   py::class_<FakeGpu, Gpu, std::shared_ptr<FakeGpu>>(
       m, "FakeGpu",
-      "A simulated A100-like GPU; energy advances at the power of its clock and load.")
+      "A simulated A100 SXM4 40GB (the hardware DVFS model); energy advances at the power of its clock and load.")
       .def(py::init([](int index, std::shared_ptr<TimeSource> clock) {
              return std::make_shared<FakeGpu>(make_fake_gpu_config(index, std::move(clock)));
            }),
