@@ -25,6 +25,17 @@ double efficiency(const SimulationOptions& o, const ComputeOp& op) {
   }
 }
 
+double floor_ratio(const SimulationOptions& o, const ComputeOp& op) {
+  switch (op.kind) {
+    case OpKind::kGemm:
+      return o.gemm_floor_ratio;
+    case OpKind::kAttention:
+      return o.attention_floor_ratio;
+    default:
+      return 0;
+  }
+}
+
 double hbm_per_wire_byte(const SimulationOptions& o, CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
@@ -60,6 +71,7 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
                              double& time_s, double& energy_j) const {
   const double all_sms = gpu_.sms;
   const double peak_flops = hardware::peak_flops_at(gpu_, freq_mhz);
+  const double top_peak_flops = hardware::peak_flops_at(gpu_, gpu_.max_clock_mhz);
   const std::size_t n = with_compute ? partition.ops.size() : 0;
   const workload::Collective* coll =
       with_collective && partition.collective ? &*partition.collective : nullptr;
@@ -99,7 +111,8 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
       free_share = coll_active ? (all_sms - sms) / all_sms : 1.0;
       op_eff = efficiency(options_, op);
       compute_time_s = op.flops / (peak_flops * free_share * op_eff);
-      op_time_s = std::max(compute_time_s, op.hbm_bytes / hbm_bps_) + options_.kernel_launch_s;
+      const double floor_s = floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);
+      op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + options_.kernel_launch_s;
       op_hbm_bps = op.hbm_bytes / op_time_s;
     }
     const bool moving = coll_active && coll_latency_s <= 0;

@@ -1,6 +1,9 @@
 // The simulated GPU of ARCHITECTURE.md: a model, not a measurement. It runs a partition as an
 // event timeline. Compute ops run in order; op k with clock f and s_free SMs takes
-//   t_k = max(F_k / (peak(f) · s_free/S · eff_k), B_k / BW_hbm) + launch.
+//   t_k = max(F_k / (peak(f) · s_free/S · eff_k), r_k · F_k / (peak(f_max) · s_free/S · eff_k),
+//             B_k / BW_hbm) + launch,
+// where r_k, the floor ratio of GEMMs and attention, flattens their time near the top clocks as
+// measured stages flatten (hardware/stage_model.hpp).
 // The collective launches just before its slot's op and takes its SMs from compute until it ends.
 // It moves NCCL's ring byte count at min(link, s · copy rate(f)): bandwidth grows with its SMs
 // until the link saturates, and each SM's copy rate is proportional to the clock. Its HBM traffic
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "kareus/evaluate/evaluator.hpp"
+#include "kareus/hardware/stage_model.hpp"
 
 namespace kareus::evaluate {
 
@@ -32,6 +36,11 @@ struct SimulationOptions {
   double attention_bwd_efficiency = 0.55;  // and backward
   double memory_op_efficiency = 0.10;  // FLOP-rate share of element-wise kernels (rarely binding)
   double hbm_efficiency = 0.85;        // share of peak HBM bandwidth kernels reach
+  // A GEMM or attention kernel never runs faster than its compute time at the max clock times
+  // this ratio: near the top clocks operand traffic, not the tensor cores, sets the pace, as in
+  // the measured A100 stages (hardware/stage_model.hpp, which these defaults come from).
+  double gemm_floor_ratio = hardware::gemm_floor_ratio();
+  double attention_floor_ratio = hardware::attention_floor_ratio();
   double kernel_launch_s = 3e-6;       // gap per compute kernel
   double link_efficiency = 0.80;       // NCCL bus bandwidth over NVLink per direction
   double copy_bytes_per_sm_cycle = 11.35;  // a collective's per-SM copy rate: 16 GB/s at 1410 MHz

@@ -21,6 +21,21 @@ std::span<const StageOp> transformer_stage_ops() {
   return kOps;
 }
 
+double gemm_floor_ratio() {
+  double weighted = 0, shares = 0;
+  for (const StageOp& op : kOps) {
+    if (op.name.ends_with("_gemm")) weighted += op.compute_share * op.hbm_floor_ratio, shares += op.compute_share;
+  }
+  return weighted / shares;
+}
+
+double attention_floor_ratio() {
+  for (const StageOp& op : kOps) {
+    if (op.name == "attention") return op.hbm_floor_ratio;
+  }
+  return 0;
+}
+
 StageSample model_transformer_stage(const GpuSpec& gpu, double freq_mhz) {
   double time = 0, energy = 0;
   for (const StageOp& op : kOps) {

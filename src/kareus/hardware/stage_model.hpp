@@ -32,6 +32,12 @@ struct StageOp {
 // The fixed mix (shares sum to about 0.91: the element-wise ops are HBM-bound).
 std::span<const StageOp> transformer_stage_ops();
 
+// The mix's floor ratio of its GEMMs (compute-share weighted) and of its attention: what the
+// partition simulator (evaluate/simulated.hpp) applies to every GEMM and attention kernel, so that
+// its time against clock has the measured shape the stage model was checked against.
+double gemm_floor_ratio();
+double attention_floor_ratio();
+
 struct StageSample {
   double freq_mhz = 0;
   double time_rel = 0;  // stage time in units of its compute share at max clock; use ratios
