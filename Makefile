@@ -26,6 +26,7 @@ test: build
 bench: build
 	@$(BUILD)/bench/kareus_bench
 	@$(BUILD)/bench/kareus_evaluate_bench
+	@$(BUILD)/bench/kareus_planner_bench
 	@bash bench/search_efficiency.sh $(BUILD)
 
 clean:
