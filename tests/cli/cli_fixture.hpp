@@ -37,6 +37,17 @@ inline void expect_one_line_error(const CliResult& r, const std::string& fragmen
   EXPECT_TRUE(contains(r.err, fragment)) << "expected '" << fragment << "' in: " << r.err;
 }
 
+// Runs `kareus <args>` in the shell (args are not quoted for you), with stdout and stderr going to
+// `dir`/stdout<tag> and `dir`/stderr<tag>. For runs outside a CliTest, e.g. in SetUpTestSuite.
+inline CliResult run_kareus(const std::string& args, const std::filesystem::path& dir,
+                            const std::string& tag) {
+  const auto out = dir / ("stdout" + tag);
+  const auto err = dir / ("stderr" + tag);
+  const std::string command = std::string(KAREUS_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,13 +60,7 @@ class CliTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Runs `kareus <args>` in the shell (args are not quoted for you).
-  CliResult run(const std::string& args) {
-    const auto out = dir_ / ("stdout" + std::to_string(runs_));
-    const auto err = dir_ / ("stderr" + std::to_string(runs_++));
-    const std::string command = std::string(KAREUS_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  }
+  CliResult run(const std::string& args) { return run_kareus(args, dir_, std::to_string(runs_++)); }
 
   // Writes `content` to a file in the scratch directory and returns its path.
   std::string write(const std::string& name, const std::string& content) {

@@ -1,62 +1,27 @@
 // The `kareus hw` commands end to end: show, check's last line, fit's output file, and bad input
 // as one line on stderr with exit code 2.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 
+#include "cli_fixture.hpp"
+
+namespace kareus::testing {
 namespace {
 
 const std::string kProfiles = std::string(KAREUS_DATA_DIR) + "/perseus-sosp24/stage_profile/";
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
+std::string last_line(const std::string& text) {
+  std::string trimmed = text.substr(0, text.find_last_not_of('\n') + 1);
+  return trimmed.substr(trimmed.rfind('\n') + 1);
+}
 
-class HwCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("kareus-hw-cli-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    auto out_path = dir_ / ("out" + std::to_string(counter_));
-    auto err_path = dir_ / ("err" + std::to_string(counter_++));
-    std::string command = std::string(KAREUS_BINARY) + " " + args + " >" + out_path.string() +
-                          " 2>" + err_path.string();
-    int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out_path), slurp(err_path)};
-  }
-  static std::string slurp(const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  static std::string last_line(const std::string& text) {
-    std::string trimmed = text.substr(0, text.find_last_not_of('\n') + 1);
-    return trimmed.substr(trimmed.rfind('\n') + 1);
-  }
-
-  std::filesystem::path dir_;
-  int counter_ = 0;
-};
+using HwCli = CliTest;
 
 const std::regex kSummary(
     R"(time_err_median=(\d+\.\d\d) time_err_max=(\d+\.\d\d) power_err_median=(\d+\.\d\d) power_err_max=(\d+\.\d\d))");
 
 TEST_F(HwCli, CheckEndsWithTheSummaryLine) {
-  Result r =
+  CliResult r =
       run("hw check --gpu a100-sxm4-40gb --profile " + kProfiles + "gpt3-175b+a100_sxm_bf16.csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
@@ -70,15 +35,15 @@ TEST_F(HwCli, CheckEndsWithTheSummaryLine) {
 }
 
 TEST_F(HwCli, CheckTakesSeveralProfilesAndAnyPreset) {
-  Result r = run("hw check --gpu a40 --profile " + kProfiles +
-                 "gpt3-175b+a100_sxm_bf16.csv --profile " + kProfiles + "bloom+a100_sxm_bf16.csv");
+  CliResult r = run("hw check --gpu a40 --profile " + kProfiles + "gpt3-175b+a100_sxm_bf16.csv" +
+                    " --profile " + kProfiles + "bloom+a100_sxm_bf16.csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string last = last_line(r.out);
   EXPECT_TRUE(std::regex_match(last, kSummary)) << last;
 }
 
 TEST_F(HwCli, ShowPrintsThePresetAndItsCurves) {
-  Result r = run("hw show --gpu a100-sxm4-40gb");
+  CliResult r = run("hw show --gpu a100-sxm4-40gb");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* expected :
        {"NVIDIA A100 SXM4 40GB", "108", "312.0 TFLOP/s", "1555 GB/s", "400 W", "85 W", "clock_mhz",
@@ -95,7 +60,7 @@ TEST_F(HwCli, UnknownGpuIsOneLineListingTheKnownOnes) {
   for (const std::string& args :
        {std::string("hw show --gpu b200"),
         "hw check --gpu b200 --profile " + kProfiles + "bloom+a100_sxm_bf16.csv"}) {
-    Result r = run(args);
+    CliResult r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -106,39 +71,39 @@ TEST_F(HwCli, UnknownGpuIsOneLineListingTheKnownOnes) {
 }
 
 TEST_F(HwCli, BadProfileIsOneLineWithItsLocation) {
-  std::ofstream(dir_ / "bad.csv")
-      << "stage,instruction,frequency,time,energy\n0,forward,1000,x,2\n";
-  Result r = run("hw check --gpu a40 --profile " + (dir_ / "bad.csv").string());
+  const std::string bad =
+      write("bad.csv", "stage,instruction,frequency,time,energy\n0,forward,1000,x,2\n");
+  CliResult r = run("hw check --gpu a40 --profile " + bad);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bad.csv:2:"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST_F(HwCli, FitWritesACalibratedGpuThatCheckAccepts) {
-  auto out = dir_ / "mine.json";
-  Result r =
+  const std::string out = path("mine.json");
+  CliResult r =
       run("hw fit --base-gpu a100-sxm4-40gb --profile " + kProfiles +
-          "bloom+a100_sxm_bf16.csv --name my-a100 --display-name 'My A100' --out " + out.string());
+          "bloom+a100_sxm_bf16.csv --name my-a100 --display-name 'My A100' --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::regex_match(last_line(r.out), kSummary)) << r.out;
-  std::ifstream in(out);
-  auto doc = nlohmann::json::parse(in);
+  auto doc = nlohmann::json::parse(slurp(out));
   EXPECT_EQ(doc.at("name"), "my-a100");
   EXPECT_EQ(doc.at("display_name"), "My A100");
   EXPECT_NE(doc.at("calibration").at("command").get<std::string>().find("--profile"),
             std::string::npos);
 
-  Result check =
-      run("hw check --gpu " + out.string() + " --profile " + kProfiles + "bloom+a100_sxm_bf16.csv");
+  CliResult check =
+      run("hw check --gpu " + out + " --profile " + kProfiles + "bloom+a100_sxm_bf16.csv");
   ASSERT_EQ(check.exit_code, 0) << check.err;
   EXPECT_EQ(last_line(check.out), last_line(r.out));
 }
 
 TEST_F(HwCli, FitWithoutOutIsAUsageError) {
-  Result r =
+  CliResult r =
       run("hw fit --base-gpu a100-sxm4-40gb --profile " + kProfiles + "bloom+a100_sxm_bf16.csv");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
 }
 
 }  // namespace
+}  // namespace kareus::testing

@@ -1,65 +1,24 @@
 // The `kareus search` command end to end on the simulated GPU: outputs, resuming from the journal,
 // exhaustive mode, and bad input as one line on stderr, exit 2, the journal untouched.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "cli_fixture.hpp"
+
+namespace kareus::testing {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class SearchCli : public ::testing::Test {
+class SearchCli : public CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kareus-search-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    auto out = dir_ / ("stdout" + std::to_string(counter_));
-    auto err = dir_ / ("stderr" + std::to_string(counter_++));
-    std::string command = std::string(KAREUS_BINARY) + " search " + args + " >" + out.string() + " 2>" + err.string();
-    int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  }
-  std::string out() const { return (dir_ / "out").string(); }
-
-  std::filesystem::path dir_;
-  int counter_ = 0;
+  // Runs `kareus search <args>`.
+  CliResult search(const std::string& args) { return run("search " + args); }
+  std::string out() const { return path("out"); }
 };
 
 // A small grid keeps these quick: 4 clocks, 4 SM levels.
 const std::string kSmall = " --clocks 1200:1410:70 --sms 6:24:6 ";
 
-void expect_one_line_error(const Result& r, const std::string& fragment) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.err.rfind("kareus: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-}
-
 TEST_F(SearchCli, WritesFrontiersAndSummaryAndResumes) {
-  Result r = run("--partition fwd_mlp --budget 30 --batch 6 --seed 3" + kSmall + "--out " + out());
+  CliResult r = search("--partition fwd_mlp --budget 30 --batch 6 --seed 3" + kSmall + "--out " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("a model, not a measurement"), std::string::npos) << r.out;
   const std::string frontier = slurp(dir_ / "out" / "fwd_mlp.frontier.csv");
@@ -81,7 +40,7 @@ TEST_F(SearchCli, WritesFrontiersAndSummaryAndResumes) {
   EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 31);
 
   // Rerun with a larger budget: only the difference is measured.
-  r = run("--partition fwd_mlp --budget 40 --batch 6 --seed 3" + kSmall + "--out " + out());
+  r = search("--partition fwd_mlp --budget 40 --batch 6 --seed 3" + kSmall + "--out " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   summary = nlohmann::json::parse(slurp(dir_ / "out" / "summary.json"));
   EXPECT_EQ(summary["partitions"]["fwd_mlp"]["measurements"], 40);
@@ -90,7 +49,7 @@ TEST_F(SearchCli, WritesFrontiersAndSummaryAndResumes) {
 
 TEST_F(SearchCli, SameSeedSameOutputs) {
   auto once = [&](const std::string& sub) {
-    Result r = run("--partition bwd_attn --budget 28 --batch 5 --seed 9" + kSmall + "--out " + (dir_ / sub).string());
+    CliResult r = search("--partition bwd_attn --budget 28 --batch 5 --seed 9" + kSmall + "--out " + path(sub));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return slurp(dir_ / sub / "bwd_attn.frontier.csv") + slurp(dir_ / sub / "bwd_attn.effective.frontier.csv");
   };
@@ -98,7 +57,7 @@ TEST_F(SearchCli, SameSeedSameOutputs) {
 }
 
 TEST_F(SearchCli, ExhaustiveMeasuresTheWholeGridOfEveryPartition) {
-  Result r = run("--partition all --mode exhaustive --clocks 1350:1410:60 --sms 12:24:12 --budget 100000 --out " + out());
+  CliResult r = search("--partition all --mode exhaustive --clocks 1350:1410:60 --sms 12:24:12 --budget 100000 --out " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto summary = nlohmann::json::parse(slurp(dir_ / "out" / "summary.json"));
   EXPECT_GE(summary["partitions"].size(), 4u);
@@ -110,29 +69,29 @@ TEST_F(SearchCli, ExhaustiveMeasuresTheWholeGridOfEveryPartition) {
 }
 
 TEST_F(SearchCli, BadInputIsOneLineExitTwoAndTouchesNothing) {
-  expect_one_line_error(run("--partition fwd_nothing --out " + out()), "fwd_nothing");
-  expect_one_line_error(run("--partition fwd_mlp --budget 5 --out " + out()), "--budget");
-  expect_one_line_error(run("--partition fwd_mlp --batch 0 --out " + out()), "--batch");
-  expect_one_line_error(run("--partition fwd_mlp --mode greedy --out " + out()), "--mode");
-  expect_one_line_error(run("--partition fwd_mlp --evaluator magic --out " + out()), "--evaluator");
-  expect_one_line_error(run("--partition fwd_mlp --clocks 1410:900:30 --out " + out()), "--clocks");
+  expect_one_line_error(search("--partition fwd_nothing --out " + out()), "fwd_nothing");
+  expect_one_line_error(search("--partition fwd_mlp --budget 5 --out " + out()), "--budget");
+  expect_one_line_error(search("--partition fwd_mlp --batch 0 --out " + out()), "--batch");
+  expect_one_line_error(search("--partition fwd_mlp --mode greedy --out " + out()), "--mode");
+  expect_one_line_error(search("--partition fwd_mlp --evaluator magic --out " + out()), "--evaluator");
+  expect_one_line_error(search("--partition fwd_mlp --clocks 1410:900:30 --out " + out()), "--clocks");
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out"));
 
   // A journal of another partition, another workload, or not a journal at all: refused, untouched.
-  const std::string journal = (dir_ / "j.jsonl").string();
-  ASSERT_EQ(run("--partition fwd_mlp --budget 25" + kSmall + "--journal " + journal + " --out " + out()).exit_code, 0);
+  const std::string journal = path("j.jsonl");
+  ASSERT_EQ(search("--partition fwd_mlp --budget 25" + kSmall + "--journal " + journal + " --out " + out()).exit_code, 0);
   const std::string before = slurp(journal);
-  expect_one_line_error(run("--partition bwd_mlp --budget 25" + kSmall + "--journal " + journal + " --out " + out()),
+  expect_one_line_error(search("--partition bwd_mlp --budget 25" + kSmall + "--journal " + journal + " --out " + out()),
                         "partition");
   expect_one_line_error(
-      run("--partition fwd_mlp --seq 8192 --budget 25" + kSmall + "--journal " + journal + " --out " + out()),
+      search("--partition fwd_mlp --seq 8192 --budget 25" + kSmall + "--journal " + journal + " --out " + out()),
       "workload");
   EXPECT_EQ(slurp(journal), before);
-  const std::string garbage = (dir_ / "notes.txt").string();
-  std::ofstream(garbage) << "my notes\nabout the run\n";
-  expect_one_line_error(run("--partition fwd_mlp --budget 25" + kSmall + "--journal " + garbage + " --out " + out()),
+  const std::string garbage = write("notes.txt", "my notes\nabout the run\n");
+  expect_one_line_error(search("--partition fwd_mlp --budget 25" + kSmall + "--journal " + garbage + " --out " + out()),
                         "journal");
   EXPECT_EQ(slurp(garbage), "my notes\nabout the run\n");
 }
 
 }  // namespace
+}  // namespace kareus::testing

@@ -1,63 +1,17 @@
 // `kareus partitions` and `kareus evaluate` end to end: the workload flags and config files, the
 // printed partitions and costs, and bad input as one line on stderr with exit code 2.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <vector>
 
+#include "cli_fixture.hpp"
+
+namespace kareus::testing {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-Result run(const std::string& args) {
-  static int counter = 0;
-  auto dir =
-      std::filesystem::temp_directory_path() / ("kareus-wl-cli-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto out_path = dir / ("out" + std::to_string(counter));
-  auto err_path = dir / ("err" + std::to_string(counter++));
-  std::string command = std::string(KAREUS_BINARY) + " " + args + " >" + out_path.string() + " 2>" +
-                        err_path.string();
-  int status = std::system(command.c_str());
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out_path), slurp(err_path)};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-class WorkloadCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ =
-        std::filesystem::temp_directory_path() / ("kareus-wl-cli-in-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& content) {
-    std::ofstream(dir_ / name) << content;
-    return (dir_ / name).string();
-  }
-  std::filesystem::path dir_;
-};
+using WorkloadCli = CliTest;
 
 TEST_F(WorkloadCli, PartitionsOfTheDefaultWorkload) {
-  Result r = run("partitions");
+  CliResult r = run("partitions");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(
       contains(r.out, "Llama 3.2 3B on NVIDIA A100 SXM4 40GB: TP 8, CP 1, PP 2 (15/13 layers)"));
@@ -76,7 +30,7 @@ TEST_F(WorkloadCli, PartitionsOfTheDefaultWorkload) {
 }
 
 TEST_F(WorkloadCli, PartitionsWithContextParallelismAsJson) {
-  Result r = run("partitions --model qwen3-1.7b --tp 4 --cp 2 --json");
+  CliResult r = run("partitions --model qwen3-1.7b --tp 4 --cp 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   std::vector<std::string> keys;
@@ -91,17 +45,17 @@ TEST_F(WorkloadCli, PartitionsWithContextParallelismAsJson) {
 TEST_F(WorkloadCli, ConfigFilesAndFlagPrecedence) {
   std::string yaml =
       write("job.yaml", "model: qwen3-1.7b\ntp: 4\ncp: 2\nmbs: 16\nlayers_per_stage: [14, 14]\n");
-  Result r = run("partitions --config " + yaml);
+  CliResult r = run("partitions --config " + yaml);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(
       r.out, "Qwen3 1.7B on NVIDIA A100 SXM4 40GB: TP 4, CP 2, PP 2 (14/14 layers), DP 1, mbs 16"));
   std::string json = write(
       "job.json", R"({"model": "qwen3-1.7b", "tp": 4, "cp": 2, "layers-per-stage": "16,12"})");
-  Result flags_win = run("partitions --config " + json + " --tp 8 --cp 1");
+  CliResult flags_win = run("partitions --config " + json + " --tp 8 --cp 1");
   ASSERT_EQ(flags_win.exit_code, 0) << flags_win.err;
   EXPECT_TRUE(contains(flags_win.out,
                        "Qwen3 1.7B on NVIDIA A100 SXM4 40GB: TP 8, CP 1, PP 2 (16/12 layers)"));
-  Result unknown =
+  CliResult unknown =
       run("partitions --config " + write("bad.yaml", "model: qwen3-1.7b\nsequence: 4096\n"));
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_TRUE(contains(unknown.err, "field 'sequence': unknown key; known keys: model, gpu, tp"));
@@ -109,7 +63,7 @@ TEST_F(WorkloadCli, ConfigFilesAndFlagPrecedence) {
 }
 
 TEST_F(WorkloadCli, EvaluatePrintsTimeEnergyAndTimeline) {
-  Result r = run("evaluate --partition fwd_attn --freq 1410 --sms 15 --slot linear_0");
+  CliResult r = run("evaluate --partition fwd_attn --freq 1410 --sms 15 --slot linear_0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "fwd_attn at 1410 MHz, 15 SMs for the collective, slot linear_0"));
   EXPECT_TRUE(contains(r.out, "a model, not a measurement"));
@@ -120,10 +74,10 @@ TEST_F(WorkloadCli, EvaluatePrintsTimeEnergyAndTimeline) {
   EXPECT_TRUE(contains(r.out, "Timeline"));
   EXPECT_TRUE(contains(r.out, "qkv_proj"));
   EXPECT_TRUE(contains(r.out, "moving"));
-  Result seq = run("evaluate --partition bwd_mlp --freq 900 --sms 12 --slot none");
+  CliResult seq = run("evaluate --partition bwd_mlp --freq 900 --sms 12 --slot none");
   ASSERT_EQ(seq.exit_code, 0) << seq.err;
   EXPECT_TRUE(contains(seq.out, "sequential"));
-  Result head = run("evaluate --partition embedding_bwd");
+  CliResult head = run("evaluate --partition embedding_bwd");
   ASSERT_EQ(head.exit_code, 0) << head.err;
   EXPECT_TRUE(contains(head.out, "0 SMs"));
 }
@@ -133,13 +87,13 @@ TEST_F(WorkloadCli, EvaluateFromAMeasuredTable) {
       "fwd_mlp.jsonl",
       R"({"freq": 1410, "overlap_start": "linear_0", "overlap_end": "none", "sm": 12, "block": 1024, "time_s": 0.0021, "energy_j": 0.81})"
       "\n");
-  Result r =
+  CliResult r =
       run("evaluate --partition fwd_mlp --freq 1410 --sms 12 --slot linear_0 --evaluator table:" +
           table);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "measured samples"));
   EXPECT_TRUE(contains(r.out, "2.1000 ms"));
-  Result missing =
+  CliResult missing =
       run("evaluate --partition fwd_mlp --freq 1380 --sms 12 --slot linear_0 --evaluator table:" +
           table);
   EXPECT_EQ(missing.exit_code, 2);
@@ -168,7 +122,7 @@ TEST_F(WorkloadCli, BadInputIsOneClearLineAndExitTwo) {
       {"partitions --mbs 1", "field '--mbs': must be at least 2"},
       {"partitions --checkpointing selective", "field '--checkpointing': expected full or none"},
       {"partitions --layers-per-stage 10,10", "sums to 20"},
-      {"partitions --config " + (dir_ / "none.yaml").string(), "none.yaml"},
+      {"partitions --config " + path("none.yaml"), "none.yaml"},
       {"evaluate --partition fwd_attn --freq 1412 --sms 15 --slot linear_0",
        "1412 MHz is not an SM clock of a100-sxm4-40gb"},
       {"evaluate --partition fwd_attn --freq 1410 --sms 0 --slot linear_0",
@@ -182,7 +136,7 @@ TEST_F(WorkloadCli, BadInputIsOneClearLineAndExitTwo) {
       {"evaluate --partition fwd_attn --evaluator gpu", "expected sim or table:FILE"},
   };
   for (const Bad& c : cases) {
-    Result r = run(c.args);
+    CliResult r = run(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
     EXPECT_TRUE(contains(r.err, c.expect)) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("kareus: error: ", 0), 0u) << r.err;
@@ -192,3 +146,4 @@ TEST_F(WorkloadCli, BadInputIsOneClearLineAndExitTwo) {
 }
 
 }  // namespace
+}  // namespace kareus::testing
