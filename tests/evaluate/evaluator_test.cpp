@@ -8,20 +8,13 @@
 #include <thread>
 
 #include "kareus/core/error.hpp"
+#include "test_util.hpp"
 #include "kareus/evaluate/simulated.hpp"
 
 namespace kareus::evaluate {
 namespace {
 
-std::string input_error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return {};
-}
+using testing::input_error_of;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "kareus/core/error.hpp"
+#include "test_util.hpp"
 
 namespace kareus::evaluate {
 namespace {
@@ -32,15 +33,7 @@ class TableTest : public ::testing::Test {
     return dir_ / name;
   }
   const workload::Partition& part(const char* key) { return workload::find_partition(parts_, key); }
-  std::string error_of(const std::function<void()>& action) {
-    try {
-      action();
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected an InputError";
-    return {};
-  }
+  std::string error_of(const std::function<void()>& action) { return testing::input_error_of(action); }
   std::filesystem::path dir_;
   std::vector<workload::Partition> parts_;
 };

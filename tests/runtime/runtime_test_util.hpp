@@ -15,13 +15,11 @@
 #include "kareus/pipeline/schedule.hpp"
 #include "kareus/plan/plan.hpp"
 #include "kareus/runtime/fake_gpu.hpp"
+#include "test_util.hpp"
 
 namespace kareus::runtime::testing {
 
-inline ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
+using kareus::testing::Contains;
 
 inline std::filesystem::path temp_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /

@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "workload/test_util.hpp"
+#include "test_util.hpp"
 
 namespace kareus::workload {
 namespace {
 
-using testing::Contains;
-using testing::input_error_of;
+using kareus::testing::Contains;
+using kareus::testing::input_error_of;
 
 TEST(Model, BundledModelsAreListed) {
   auto names = model_names();

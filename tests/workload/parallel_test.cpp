@@ -7,13 +7,13 @@
 
 #include <numeric>
 
-#include "workload/test_util.hpp"
+#include "test_util.hpp"
 
 namespace kareus::workload {
 namespace {
 
-using testing::Contains;
-using testing::input_error_of;
+using kareus::testing::Contains;
+using kareus::testing::input_error_of;
 
 TEST(Parallel, DefaultsAreTheFirstKareusConfig) {
   ParallelConfig p;

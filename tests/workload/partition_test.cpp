@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-#include "workload/test_util.hpp"
+#include "test_util.hpp"
 
 namespace kareus::workload {
 namespace {
 
-using testing::Contains;
-using testing::input_error_of;
+using kareus::testing::Contains;
+using kareus::testing::input_error_of;
 
 std::vector<std::string> keys(const std::vector<Partition>& parts) {
   std::vector<std::string> out;

@@ -1,4 +1,4 @@
-// Helpers shared by the workload tests.
+// Assertion helpers shared by the tests of every module.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "kareus/core/error.hpp"
 
-namespace kareus::workload::testing {
+namespace kareus::testing {
 
 // True when `text` contains `part`; names both otherwise.
 inline ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
@@ -27,4 +27,4 @@ std::string input_error_of(F&& action) {
   return {};
 }
 
-}  // namespace kareus::workload::testing
+}  // namespace kareus::testing
