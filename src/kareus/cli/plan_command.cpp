@@ -128,7 +128,7 @@ Action register_plan(CLI::App& app) {
   cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU) or table:FILE (measured samples)")
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
-  cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo (default 15% of its grid)");
+  cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)");
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
   cmd->add_option("--target", flags->target, "max-throughput, min-energy, deadline:SECONDS or energy:JOULES")
       ->capture_default_str();

@@ -282,8 +282,8 @@ Action register_search(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "mobo (multi-pass Bayesian optimisation) or exhaustive")->capture_default_str();
   cmd->add_option("--budget", flags->budget,
-                  "Measurements per partition, the journal's included (default: 15% of the grid, at least the "
-                  "initial design)");
+                  "Measurements per partition, the journal's included (default: mobo 15% of the grid, at least the "
+                  "initial design; exhaustive the whole grid)");
   cmd->add_option("--batch", flags->batch, "Knobs chosen per MOBO batch (measured in parallel when the evaluator allows)")
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "Seed of the initial design")->capture_default_str();
