@@ -62,6 +62,19 @@ TEST(EvaluationConfigs, MoboSearchStillWeaklyDominatesTheBaselines) {
                         "Nanobatching+Perseus");
 }
 
+// The baselines Kareus compares against reuse its search's measurements: with exhaustive search
+// every knob of the grid is measured exactly once.
+TEST(EvaluationConfigs, KareusMeasuresEachKnobOnce) {
+  Job job = evaluation_config("qwen3-1.7b-tp8-mbs8-seq4096");
+  evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  const std::int64_t before = evaluator.calls();
+  MethodResult kareus = run_method(Method::kKareus, job, evaluator, options);
+  EXPECT_EQ(static_cast<std::size_t>(evaluator.calls() - before), kareus.grid_knobs);
+  EXPECT_EQ(kareus.measurements, kareus.grid_knobs);
+}
+
 TEST(EvaluationConfigs, UnknownNamesListTheKnownOnes) {
   try {
     evaluation_config("gpt-5");

@@ -13,15 +13,22 @@ namespace {
 using pipeline::FrontierPoint;
 using pipeline::InstructionType;
 
+// Measurements a run has made, by (partition key, knob): the Kareus run hands its search's to the
+// baselines it compares against, so no knob is measured twice (on a GPU each costs ~10 s).
+using MeasurementCache = std::map<std::pair<std::string, workload::Knob>, compose::PartitionPoint>;
+
 compose::PartitionPoint measure(const evaluate::Evaluator& evaluator, const workload::Partition& partition,
-                                const workload::Knob& knob) {
+                                const workload::Knob& knob, MeasurementCache& cache) {
+  if (auto it = cache.find({partition.key, knob}); it != cache.end()) return it->second;
   evaluate::EvalResult r = evaluator.evaluate(partition, knob);
   if (!r.ok()) {
     throw InputError({"", 0, 0, partition.key},
                      fmt::format("{} cannot evaluate {} at {} MHz, {} SMs, slot {}: {}", evaluator.name(),
                                  partition.key, knob.freq_mhz, knob.sms, knob.slot, r.message));
   }
-  return {knob, r.time_s, r.energy_j};
+  compose::PartitionPoint point{knob, r.time_s, r.energy_j};
+  cache.emplace(std::pair{partition.key, knob}, point);
+  return point;
 }
 
 // The knob a baseline runs a partition with at `freq_mhz`, taken from the partition's search grid
@@ -93,8 +100,10 @@ std::vector<workload::Partition> job_partitions(const Job& job) {
   return partitions;
 }
 
-MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
-                        const PlannerOptions& options) {
+namespace {
+
+MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                            const PlannerOptions& options, MeasurementCache& cache) {
   MethodResult result;
   result.method = method;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
@@ -110,7 +119,7 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
     if (method != Method::kKareus || !partition.collective) {
       Method knobs = method == Method::kKareus ? Method::kPerseus : method;
       search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
-      for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(knobs, space, clock)));
+      for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(knobs, space, clock), cache));
       result.grid_knobs += clocks.size();
       continue;
     }
@@ -119,7 +128,10 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
     if (options.journal_dir) journal = *options.journal_dir / (partition.key + ".journal.jsonl");
     search::PartitionSearchResult found =
         search::run_prepared_search(prepared, evaluator, identity(job, evaluator), journal);
-    for (const search::Measurement& m : found.successful) list.push_back({m.knob, m.time_s, m.energy_j});
+    for (const search::Measurement& m : found.successful) {
+      list.push_back({m.knob, m.time_s, m.energy_j});
+      cache.emplace(std::pair{partition.key, m.knob}, list.back());
+    }
     result.grid_knobs += found.grid_size;
     if (options.progress) {
       options.progress(fmt::format("{}: {} of {} knobs measured", partition.key, found.successful.size(), found.grid_size));
@@ -132,8 +144,6 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
 
-  // Counted before the baselines below run: those re-measure knobs the search already has.
-  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before);
   if (method == Method::kKareus) {
     // The baselines' plans are plans of Kareus's space: map each onto Kareus's options (no slower,
     // no costlier per instruction) and keep whatever is not dominated.
@@ -142,7 +152,7 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
       PlannerOptions quiet = options;
       quiet.progress = nullptr;
-      MethodResult other = run_method(baseline, job, evaluator, quiet);
+      MethodResult other = run_with_cache(baseline, job, evaluator, quiet, cache);
       for (const FrontierPoint& p : other.frontier) {
         auto mapped = dominating_assignment(other.table, result.table, dag, p.assignment, result.p_static_w);
         KAREUS_CHECK(mapped.has_value(), fmt::format("a {} plan has no counterpart among Kareus's options", to_string(baseline)));
@@ -162,7 +172,16 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
     for (std::size_t i : pareto_indices(te)) front.push_back(all[i]);
     result.frontier = std::move(front);
   }
+  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before);
   return result;
+}
+
+}  // namespace
+
+MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                        const PlannerOptions& options) {
+  MeasurementCache cache;
+  return run_with_cache(method, job, evaluator, options, cache);
 }
 
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {
