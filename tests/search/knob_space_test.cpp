@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "kareus/core/error.hpp"
@@ -133,6 +134,31 @@ RC_GTEST_PROP(KnobSpace, LatinHypercubeCoversEachDimensionsLevels, ()) {
   if (!baselines && n - sequential_points >= static_cast<std::size_t>(sms)) {
     RC_ASSERT(seen_sms.size() == static_cast<std::size_t>(sms));
   }
+}
+
+// The baselines measure the sequential knob at every clock, so the hypercube then spends every
+// point on overlapped knobs with SM levels spread over the grid. (It used to aim some points at
+// the measured sequential knob; they fell back to the fewest SMs, the worst knobs there are.) On
+// the Kareus grid of a TP partition with two slots, 8 points over 10 SM levels.
+TEST(KnobSpace, WithBaselinesTheHypercubeSpreadsOverSmLevels) {
+  std::vector<double> clocks;
+  for (double f = 900; f <= 1410; f += 30) clocks.push_back(f);
+  KnobSpace s = KnobSpace::make(clocks, {3, 6, 9, 12, 15, 18, 21, 24, 27, 30}, {"norm_0", "linear_0"}, 20);
+  std::size_t fewest_sms_points = 0;
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    InitialDesignOptions o;
+    o.latin_hypercube_points = 8;
+    o.seed = seed;
+    const std::vector<std::size_t> d = s.initial_design(o);
+    std::set<int> levels;
+    for (std::size_t k = s.baseline_knobs().size(); k < d.size(); ++k) {
+      levels.insert(s.knob(d[k]).sms);
+      fewest_sms_points += s.knob(d[k]).sms == 3;
+    }
+    EXPECT_GE(levels.size(), 7u) << "seed " << seed;  // 8 points over 10 levels: nearly all distinct
+  }
+  // An even spread puts 8/10 of a point per design on each level.
+  EXPECT_LE(fewest_sms_points, 50u);
 }
 
 }  // namespace

@@ -178,7 +178,11 @@ std::vector<std::size_t> KnobSpace::initial_design(const InitialDesignOptions& o
   if (n == 0) return design;
 
   Rng rng(options.seed);
-  const std::size_t slot_levels = slots_.size() + 1;  // the last is "none"
+  // Slot levels: the partition's slots, then "none". The baselines already measure "none" (the
+  // sequential knob) at every clock, so then the hypercube spreads over the slots alone: a point
+  // sent to "none" would only fall back to a neighbour with the fewest SMs.
+  const bool none_measured = options.include_baseline_knobs && !slots_.empty();
+  const std::size_t slot_levels = slots_.size() + (none_measured ? 0 : 1);
   std::vector<std::size_t> f = spread_levels(freqs_mhz_.size(), n, rng);
   std::vector<std::size_t> s = spread_levels(slot_levels, n, rng);
   // SM levels matter only to overlapped knobs: spread them over those.
