@@ -5,7 +5,7 @@
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
-#include "kareus/cli/workload_flags.hpp"
+#include "kareus/cli/job_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/planner.hpp"
@@ -48,19 +48,12 @@ int run_compare(CompareFlags& flags) {
   auto mode = search::parse_search_mode(flags.mode);
   if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
   if (flags.all && !flags.preset.empty()) throw InputError({"", 0, 0, "--all"}, "--all and --preset contradict each other");
-  std::vector<planner::Job> jobs;
-  hardware::GpuSpec gpu;
-  if (flags.all || !flags.preset.empty()) {
-    reject_workload_flags(flags.workload, flags.all ? "--all" : "--preset");
-    gpu = hardware::load_gpu_preset(flags.workload.gpu);
-    for (const std::string& name : flags.all ? planner::evaluation_config_names() : std::vector<std::string>{flags.preset}) {
-      jobs.push_back(planner::evaluation_config(name));
-    }
-  } else {
-    ResolvedWorkload w = resolve_workload(flags.workload);
-    jobs.push_back({w.model, w.parallel, describe(w)});
-    gpu = w.gpu;
-  }
+  std::vector<std::string> presets;
+  if (flags.all) presets = planner::evaluation_config_names();
+  if (!flags.preset.empty()) presets = {flags.preset};
+  ResolvedJobs resolved = resolve_jobs(flags.workload, presets, flags.all ? "--all" : "--preset");
+  const std::vector<planner::Job>& jobs = resolved.jobs;
+  const hardware::GpuSpec& gpu = resolved.gpu;
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;

@@ -6,7 +6,7 @@
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
-#include "kareus/cli/workload_flags.hpp"
+#include "kareus/cli/job_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/planner.hpp"
@@ -38,19 +38,10 @@ int run_plan(PlanFlags& flags) {
   if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
   if (!(flags.overhead > 0)) throw InputError({"", 0, 0, "--overhead"}, "must be positive");
 
-  planner::Job job;
-  hardware::GpuSpec gpu;
-  if (!flags.preset.empty()) {
-    reject_workload_flags(flags.workload, "--preset");
-    job = planner::evaluation_config(flags.preset);
-    gpu = hardware::load_gpu_preset(flags.workload.gpu);
-  } else {
-    ResolvedWorkload w = resolve_workload(flags.workload);
-    job.model = w.model;
-    job.parallel = w.parallel;
-    job.name = describe(w);
-    gpu = w.gpu;
-  }
+  ResolvedJobs resolved = resolve_jobs(
+      flags.workload, flags.preset.empty() ? std::vector<std::string>{} : std::vector<std::string>{flags.preset}, "--preset");
+  const planner::Job& job = resolved.jobs.front();
+  const hardware::GpuSpec& gpu = resolved.gpu;
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
 
   planner::PlannerOptions options;
