@@ -24,29 +24,19 @@
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/hardware/gpu.hpp"
 #include "kareus/search/partition_search.hpp"
-#include "kareus/workload/model.hpp"
-#include "kareus/workload/parallel.hpp"
+#include "kareus/planner/planner.hpp"
 
 namespace {
 
 using namespace kareus;
 using search::Measurement;
 
-struct Config {
-  std::string model;
-  int tp, cp, mbs, seq;
-  std::string label() const {
-    return fmt::format("{} {}TP{} mbs{} seq{}", model == "llama-3.2-3b" ? "Llama3.2-3B" : "Qwen3-1.7B",
-                       cp > 1 ? fmt::format("CP{}·", cp) : "", tp, mbs, seq);
-  }
-};
-
-const std::vector<Config> kConfigs = {
-    {"llama-3.2-3b", 8, 1, 8, 4096},  {"llama-3.2-3b", 4, 2, 8, 4096}, {"llama-3.2-3b", 4, 2, 8, 8192},
-    {"llama-3.2-3b", 4, 2, 16, 4096}, {"qwen3-1.7b", 8, 1, 8, 4096},   {"qwen3-1.7b", 8, 1, 8, 8192},
-    {"qwen3-1.7b", 8, 1, 16, 4096},   {"qwen3-1.7b", 4, 2, 8, 4096},   {"qwen3-1.7b", 4, 2, 8, 8192},
-    {"qwen3-1.7b", 4, 2, 16, 4096},
-};
+// The table's label of an evaluation config, e.g. "Qwen3-1.7B CP2·TP4 mbs8 seq4096".
+std::string label(const planner::Job& job) {
+  const auto& p = job.parallel;
+  return fmt::format("{} {}TP{} mbs{} seq{}", job.model.name == "llama-3.2-3b" ? "Llama3.2-3B" : "Qwen3-1.7B",
+                     p.cp > 1 ? fmt::format("CP{}·", p.cp) : "", p.tp, p.microbatch_size, p.seq_len);
+}
 
 // The Kareus artifact's budget for TP partitions: 96 initial samples and 4 batches of 32.
 constexpr std::size_t kArtifactBudget = 96 + 4 * 32;
@@ -149,20 +139,15 @@ int main(int argc, char** argv) {
     workload::Partition partition;
   };
   std::vector<Job> jobs;
-  for (std::size_t c = 0; c < kConfigs.size(); ++c) {
+  const std::vector<std::string> config_names = planner::evaluation_config_names();
+  std::vector<planner::Job> configs_run;
+  for (std::size_t c = 0; c < config_names.size(); ++c) {
     if (!configs.empty() && !configs.count(c)) continue;
-    const Config& cfg = kConfigs[c];
-    workload::ModelSpec model = workload::load_model(cfg.model);
-    workload::ParallelConfig p;
-    p.tp = cfg.tp;
-    p.cp = cfg.cp;
-    p.pp = 2;
-    p.microbatch_size = cfg.mbs;
-    p.seq_len = cfg.seq;
-    p = workload::validated(model, p);
-    for (workload::Partition& part : workload::build_partitions(model, p)) {
+    configs_run.push_back(planner::evaluation_config(config_names[c]));
+    const planner::Job& job = configs_run.back();
+    for (workload::Partition& part : workload::build_partitions(job.model, job.parallel)) {
       if (!part.collective || (!keys.empty() && !keys.count(part.key))) continue;
-      jobs.push_back({c, std::move(part)});
+      jobs.push_back({configs_run.size() - 1, std::move(part)});
     }
   }
 
@@ -181,7 +166,7 @@ int main(int argc, char** argv) {
     const double hv_all = hypervolume_2d(all, ref);
 
     Row& row = rows[j];
-    row.config = kConfigs[jobs[j].config].label();
+    row.config = label(configs_run[jobs[j].config]);
     row.key = part.key;
     row.tp = part.collective->group == workload::ParallelGroup::kTensor;
     row.grid = space.size();
