@@ -27,14 +27,58 @@ struct MinCutSolver::Impl {
   Graph graph;
   std::vector<std::size_t> edge_of;  // insertion id -> CSR edge index
   std::vector<Edge> reverse;         // by CSR edge index
+  std::vector<Edge> edge_by_index;
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::vector<std::int64_t> capacity, residual;
   std::vector<Edge> predecessor;
   std::vector<boost::default_color_type> color;
   std::vector<std::int64_t> distance, balance;
   std::vector<std::size_t> queue;
   std::vector<bool> reached_;
-  std::vector<std::int64_t> previous_capacity, start_residual;
+  std::vector<std::int64_t> flow;  // by CSR index of the forward edges; the twins' entries unused
+  std::vector<std::int64_t> start_residual;
+  std::vector<std::size_t> path;
   bool has_flow = false;
+
+  // Makes the previous flow feasible for the new capacities: wherever an edge carries more than
+  // its capacity, the excess is cancelled along flow-carrying paths from the source through the
+  // edge to the sink. Such paths exist by flow conservation and are found by walking edges with
+  // flow backwards to the source and forwards to the sink, which ends because the network is
+  // acyclic; a walk longer than the vertex count (a cyclic network) gives up: start from zero.
+  bool repair_flow() {
+    for (std::size_t id = 0; id < capacity.size(); id += 2) {
+      const std::size_t e = edge_of[id];
+      while (flow[e] > capacity[e]) {
+        path.assign(1, e);
+        // Forward edges (even ids) carrying flow into v are the twins (odd ids) out of v.
+        for (std::size_t v = boost::source(edge_by_index[e], graph), walked = 0; v != s; ++walked) {
+          std::size_t best = kNone, from = kNone;
+          for (auto [it, end] = boost::out_edges(v, graph); it != end; ++it) {
+            if (graph[*it].id % 2 == 0) continue;
+            std::size_t in = reverse[(*it).idx].idx;
+            if (flow[in] > 0 && (best == kNone || flow[in] > flow[best])) best = in, from = boost::target(*it, graph);
+          }
+          if (best == kNone || walked > n) return false;
+          path.push_back(best);
+          v = from;
+        }
+        for (std::size_t v = boost::target(edge_by_index[e], graph), walked = 0; v != t; ++walked) {
+          std::size_t best = kNone, to = kNone;
+          for (auto [it, end] = boost::out_edges(v, graph); it != end; ++it) {
+            if (graph[*it].id % 2 == 1) continue;
+            if (flow[(*it).idx] > 0 && (best == kNone || flow[(*it).idx] > flow[best])) best = (*it).idx, to = boost::target(*it, graph);
+          }
+          if (best == kNone || walked > n) return false;
+          path.push_back(best);
+          v = to;
+        }
+        std::int64_t cancel = flow[e] - capacity[e];
+        for (std::size_t k : path) cancel = std::min(cancel, flow[k]);
+        for (std::size_t k : path) flow[k] -= cancel;
+      }
+    }
+    return true;
+  }
 
   // Vertices reachable from the source through arcs with residual capacity.
   void reach() {
@@ -81,7 +125,10 @@ struct MinCutSolver::Impl {
       edge_of[id] = by_id[id].idx;
       reverse[by_id[id].idx] = by_id[id ^ 1];
     }
+    edge_by_index.resize(m);
+    for (const Edge& e : by_id) edge_by_index[e.idx] = e;
     capacity.assign(m, 0);
+    flow.assign(m, 0);
     residual.assign(m, 0);
     start_residual.assign(m, 0);
     predecessor.resize(n);
@@ -122,13 +169,9 @@ struct MinCutSolver::Impl {
       if (balance[v] < 0) capacity[edge_of[helper]] = -balance[v], constant += balance[v];
       if (balance[v] > 0) capacity[edge_of[helper + 2]] = balance[v];
     }
-    // Warm start: the previous maximum flow, when it fits the new capacities, is kept and only
-    // augmented: Boykov–Kolmogorov runs on its residual network, usually finding few or no paths.
-    // Otherwise the flow starts from zero.
-    bool warm = has_flow;
-    for (std::size_t e = 0; e < capacity.size() && warm; ++e) {
-      warm = previous_capacity[e] - residual[e] <= capacity[e];
-    }
+    // Warm start: the previous maximum flow, cut down where it no longer fits the new capacities
+    // (see repair_flow), is kept and only augmented: Boykov–Kolmogorov runs on its residual
+    // network, usually finding few paths. The first solve starts from zero.
     const auto index = boost::get(boost::edge_index, graph);
     auto max_flow_on = [&](std::vector<std::int64_t>& start_capacity) {
       boost::boykov_kolmogorov_max_flow(
@@ -137,9 +180,11 @@ struct MinCutSolver::Impl {
           boost::make_iterator_property_map(reverse.begin(), index), predecessor.data(),
           color.data(), distance.data(), boost::get(boost::vertex_index, graph), s, t);
     };
-    if (warm) {
-      for (std::size_t e = 0; e < capacity.size(); ++e) {
-        start_residual[e] = capacity[e] - (previous_capacity[e] - residual[e]);
+    if (has_flow && repair_flow()) {
+      for (std::size_t id = 0; id < capacity.size(); id += 2) {
+        std::size_t e = edge_of[id], back = edge_of[id + 1];
+        start_residual[e] = capacity[e] - flow[e];
+        start_residual[back] = flow[e];
       }
       residual = start_residual;
       reach();
@@ -153,11 +198,12 @@ struct MinCutSolver::Impl {
     }
     std::vector<bool>& reached = reached_;
     has_flow = true;
-    previous_capacity = capacity;
-    std::int64_t flow = 0;
-    for (auto [it, end] = boost::out_edges(s, graph); it != end; ++it) {
-      flow += capacity[(*it).idx] - residual[(*it).idx];
+    for (std::size_t id = 0; id < capacity.size(); id += 2) {
+      std::size_t e = edge_of[id];
+      flow[e] = capacity[e] - residual[e];
     }
+    std::int64_t total_flow = 0;
+    for (auto [it, end] = boost::out_edges(s, graph); it != end; ++it) total_flow += flow[(*it).idx];
 
     MinCut cut;
     cut.source_side = reached;
@@ -176,7 +222,7 @@ struct MinCutSolver::Impl {
     }
     cut.value = value;
     if (cut.bounded) {
-      KAREUS_CHECK(value == flow + constant, "minimum cut value differs from the maximum flow");
+      KAREUS_CHECK(value == total_flow + constant, "minimum cut value differs from the maximum flow");
     }
     return cut;
   }
