@@ -248,27 +248,23 @@ bool FrontierSolver::step() {
   return true;
 }
 
-FrontierPoint FrontierSolver::evaluate(Variant variant) const {
-  const std::size_t n = dag_.num_nodes();
-  std::vector<std::size_t> chosen(n);
-  double model_energy = 0;
-  for (std::size_t v = 0; v < n; ++v) {
+std::vector<std::size_t> FrontierSolver::choose(Variant variant) const {
+  std::vector<std::size_t> chosen(dag_.num_nodes());
+  for (std::size_t v = 0; v < chosen.size(); ++v) {
     const OperationCost& c = costs_[cost_of_[v]];
     switch (variant) {
-      case Variant::kFrugal:
-      case Variant::kFillPlanned: chosen[v] = c.frugal_for(durations_[v]); break;
+      case Variant::kFrugal: chosen[v] = c.frugal_for(durations_[v]); break;
       case Variant::kTight: chosen[v] = c.tight_for(durations_[v]); break;
       case Variant::kFastest: chosen[v] = 0; break;
     }
-    model_energy += c.model_cost_j(durations_[v]);
   }
-  const double planned_time_s = static_cast<double>(makespan_) * unit_time_s_;
-  if (options_.reclaim_slack) {
-    reclaim_slack(dag_, costs_, cost_of_, chosen, variant == Variant::kFillPlanned ? planned_time_s : 0.0);
-  }
+  return chosen;
+}
 
+FrontierPoint FrontierSolver::realize(std::vector<std::size_t> chosen, double allowed_time_s) const {
+  const std::size_t n = dag_.num_nodes();
+  if (options_.reclaim_slack) reclaim_slack(dag_, costs_, cost_of_, chosen, allowed_time_s);
   FrontierPoint point;
-  point.planned_time_s = planned_time_s;
   point.assignment.resize(n);
   std::vector<double> time(n);
   double sum_effective = 0;
@@ -278,11 +274,17 @@ FrontierPoint FrontierSolver::evaluate(Variant variant) const {
     time[v] = cand.time_s;
     sum_effective += cand.effective_energy_j;
   }
-  const int stages = table_.num_stages();
   point.time_s = dag_.makespan<double>(time);
-  point.energy_j = sum_effective + options_.p_blocking_w * stages * point.time_s;
-  point.model_energy_j = model_energy + options_.p_blocking_w * stages * point.planned_time_s;
+  point.energy_j = sum_effective + options_.p_blocking_w * table_.num_stages() * point.time_s;
+  stamp(point);
   return point;
+}
+
+void FrontierSolver::stamp(FrontierPoint& point) const {
+  double model_energy = 0;
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) model_energy += costs_[cost_of_[v]].model_cost_j(durations_[v]);
+  point.planned_time_s = planned_time_s();
+  point.model_energy_j = model_energy + options_.p_blocking_w * table_.num_stages() * point.planned_time_s;
 }
 
 std::vector<FrontierPoint> FrontierSolver::next() {
@@ -295,17 +297,26 @@ std::vector<FrontierPoint> FrontierSolver::next() {
     finished_ = true;
     // The fastest plan there is: every instruction at its fastest option, slack reclaimed. Units
     // hide differences below one unit, so the last step's plans may be a little slower.
-    return {evaluate(Variant::kFastest)};
+    return {realize(choose(Variant::kFastest), 0.0)};
   }
   started_ = true;
   return next_plans();
 }
 
-std::vector<FrontierPoint> FrontierSolver::next_plans() const {
-  std::vector<FrontierPoint> plans{evaluate(Variant::kFrugal)};
-  for (Variant variant : {Variant::kTight, Variant::kFillPlanned}) {
-    if (variant == Variant::kFillPlanned && !options_.reclaim_slack) continue;
-    FrontierPoint plan = evaluate(variant);
+std::vector<FrontierPoint> FrontierSolver::next_plans() {
+  // Consecutive steps often assign the same options; their plans are the same and are not
+  // evaluated again, only restamped with the step's planned time and model energy.
+  std::vector<FrontierPoint> plans;
+  for (Variant variant : {Variant::kFrugal, Variant::kTight}) {
+    std::vector<std::size_t> chosen = choose(variant);
+    Realized& last = last_realized_[variant == Variant::kFrugal ? 0 : 1];
+    if (last.chosen != chosen) last = {chosen, realize(chosen, 0.0)};
+    else stamp(last.point);
+    if (plans.empty() || last.point.assignment != plans.front().assignment) plans.push_back(last.point);
+  }
+  // Filling the planned makespan differs from the frugal plan only when that one is faster.
+  if (options_.reclaim_slack && plans.front().time_s < planned_time_s()) {
+    FrontierPoint plan = realize(last_realized_[0].chosen, planned_time_s());
     if (plan.assignment != plans.front().assignment) plans.push_back(std::move(plan));
   }
   return plans;

@@ -89,11 +89,14 @@ class FrontierSolver {
   void build_model(double unit_time_s);
   void refine();
   bool step();
-  std::vector<FrontierPoint> next_plans() const;
+  std::vector<FrontierPoint> next_plans();
   // Which option each instruction takes for its planned duration (see the class comment).
-  // kFillPlanned: kFrugal, with slack reclaimed up to the planned makespan rather than the real one.
-  enum class Variant { kFrugal, kTight, kFillPlanned, kFastest };
-  FrontierPoint evaluate(Variant variant) const;
+  enum class Variant { kFrugal, kTight, kFastest };
+  std::vector<std::size_t> choose(Variant variant) const;
+  // The plan of `chosen` options with slack reclaimed up to max(real makespan, allowed_time_s).
+  FrontierPoint realize(std::vector<std::size_t> chosen, double allowed_time_s) const;
+  // Sets the point's planned time and model energy from the current durations.
+  void stamp(FrontierPoint& point) const;
   std::int64_t upper(std::size_t node) const;  // integer shortening cost; kUnbounded at min
   std::int64_t lower(std::size_t node) const;  // integer lengthening saving; 0 at max
 
@@ -117,6 +120,11 @@ class FrontierSolver {
   std::vector<std::int64_t> last_lower_, last_upper_;
   std::vector<std::uint8_t> last_active_;
   Decision last_decision_;
+  struct Realized {
+    std::vector<std::size_t> chosen;  // options before slack reclamation
+    FrontierPoint point;
+  };
+  Realized last_realized_[2];  // the last frugal and tight plans
   SolverStats stats_;
 };
 
