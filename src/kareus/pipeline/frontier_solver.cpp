@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "kareus/core/error.hpp"
 #include "kareus/pipeline/min_cut.hpp"
@@ -18,8 +19,8 @@ std::size_t cost_index(const Instruction& ins) {
 
 // Moves instructions that have slack in the real schedule to the slowest option that still fits,
 // latest-first, so the iteration time does not grow beyond max(its current value, allowed_time_s).
-// `chosen` holds indices into options() per node.
-void reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>& costs,
+// `chosen` holds indices into options() per node. Returns the iteration time before the moves.
+double reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>& costs,
                    std::span<const std::size_t> cost_of, std::vector<std::size_t>& chosen,
                    double allowed_time_s) {
   const std::size_t n = dag.num_nodes();
@@ -47,6 +48,7 @@ void reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>& 
     }
     latest_start[v] = latest_finish - time[v];
   }
+  return n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
 }
 
 // The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
@@ -193,6 +195,9 @@ bool FrontierSolver::step() {
   const std::size_t n = dag_.num_nodes();
   std::vector<long> finish = dag_.earliest_finish<long>(durations_);
   const long makespan = makespan_;
+  KAREUS_CHECK(n == 0 || *std::max_element(finish.begin(), finish.end()) == makespan,
+               fmt::format("a Phillips–Dessouky step left the makespan at {} units instead of {}",
+                           *std::max_element(finish.begin(), finish.end()), makespan));
   std::vector<long> latest_finish(n, makespan);
   auto order = dag_.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -240,10 +245,8 @@ bool FrontierSolver::step() {
   if (last_decision_.shorten.empty()) return false;
   for (std::size_t v : last_decision_.shorten) --durations_[v];
   for (std::size_t v : last_decision_.lengthen) ++durations_[v];
-  makespan_ = dag_.makespan<long>(durations_);
-  KAREUS_CHECK(makespan_ == makespan - 1,
-               fmt::format("a Phillips–Dessouky step changed the makespan from {} to {} units",
-                           makespan, makespan_));
+  // The cut shortens every critical path by exactly one unit; the next step's forward pass checks.
+  makespan_ = makespan - 1;
   ++stats_.steps;
   return true;
 }
@@ -261,9 +264,15 @@ std::vector<std::size_t> FrontierSolver::choose(Variant variant) const {
   return chosen;
 }
 
-FrontierPoint FrontierSolver::realize(std::vector<std::size_t> chosen, double allowed_time_s) const {
+FrontierPoint FrontierSolver::realize(std::vector<std::size_t> chosen, double allowed_time_s,
+                                     double model_energy_j) const {
   const std::size_t n = dag_.num_nodes();
-  if (options_.reclaim_slack) reclaim_slack(dag_, costs_, cost_of_, chosen, allowed_time_s);
+  // Reclaiming slack keeps the iteration time unless it may grow to allowed_time_s.
+  std::optional<double> kept_time_s;
+  if (options_.reclaim_slack) {
+    double before = reclaim_slack(dag_, costs_, cost_of_, chosen, allowed_time_s);
+    if (allowed_time_s <= before) kept_time_s = before;
+  }
   FrontierPoint point;
   point.assignment.resize(n);
   std::vector<double> time(n);
@@ -274,17 +283,21 @@ FrontierPoint FrontierSolver::realize(std::vector<std::size_t> chosen, double al
     time[v] = cand.time_s;
     sum_effective += cand.effective_energy_j;
   }
-  point.time_s = dag_.makespan<double>(time);
+  point.time_s = kept_time_s ? *kept_time_s : dag_.makespan<double>(time);
   point.energy_j = sum_effective + options_.p_blocking_w * table_.num_stages() * point.time_s;
-  stamp(point);
+  stamp(point, model_energy_j);
   return point;
 }
 
-void FrontierSolver::stamp(FrontierPoint& point) const {
+double FrontierSolver::model_energy_j() const {
   double model_energy = 0;
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) model_energy += costs_[cost_of_[v]].model_cost_j(durations_[v]);
+  return model_energy + options_.p_blocking_w * table_.num_stages() * planned_time_s();
+}
+
+void FrontierSolver::stamp(FrontierPoint& point, double model_energy_j) const {
   point.planned_time_s = planned_time_s();
-  point.model_energy_j = model_energy + options_.p_blocking_w * table_.num_stages() * point.planned_time_s;
+  point.model_energy_j = model_energy_j;
 }
 
 std::vector<FrontierPoint> FrontierSolver::next() {
@@ -297,7 +310,7 @@ std::vector<FrontierPoint> FrontierSolver::next() {
     finished_ = true;
     // The fastest plan there is: every instruction at its fastest option, slack reclaimed. Units
     // hide differences below one unit, so the last step's plans may be a little slower.
-    return {realize(choose(Variant::kFastest), 0.0)};
+    return {realize(choose(Variant::kFastest), 0.0, model_energy_j())};
   }
   started_ = true;
   return next_plans();
@@ -307,16 +320,17 @@ std::vector<FrontierPoint> FrontierSolver::next_plans() {
   // Consecutive steps often assign the same options; their plans are the same and are not
   // evaluated again, only restamped with the step's planned time and model energy.
   std::vector<FrontierPoint> plans;
+  const double model_energy = model_energy_j();
   for (Variant variant : {Variant::kFrugal, Variant::kTight}) {
     std::vector<std::size_t> chosen = choose(variant);
     Realized& last = last_realized_[variant == Variant::kFrugal ? 0 : 1];
-    if (last.chosen != chosen) last = {chosen, realize(chosen, 0.0)};
-    else stamp(last.point);
+    if (last.chosen != chosen) last = {chosen, realize(chosen, 0.0, model_energy)};
+    else stamp(last.point, model_energy);
     if (plans.empty() || last.point.assignment != plans.front().assignment) plans.push_back(last.point);
   }
   // Filling the planned makespan differs from the frugal plan only when that one is faster.
   if (options_.reclaim_slack && plans.front().time_s < planned_time_s()) {
-    FrontierPoint plan = realize(last_realized_[0].chosen, planned_time_s());
+    FrontierPoint plan = realize(last_realized_[0].chosen, planned_time_s(), model_energy);
     if (plan.assignment != plans.front().assignment) plans.push_back(std::move(plan));
   }
   return plans;

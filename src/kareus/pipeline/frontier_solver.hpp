@@ -93,10 +93,13 @@ class FrontierSolver {
   // Which option each instruction takes for its planned duration (see the class comment).
   enum class Variant { kFrugal, kTight, kFastest };
   std::vector<std::size_t> choose(Variant variant) const;
-  // The plan of `chosen` options with slack reclaimed up to max(real makespan, allowed_time_s).
-  FrontierPoint realize(std::vector<std::size_t> chosen, double allowed_time_s) const;
-  // Sets the point's planned time and model energy from the current durations.
-  void stamp(FrontierPoint& point) const;
+  // The plan of `chosen` options with slack reclaimed up to max(real makespan, allowed_time_s),
+  // stamped with the step's model energy.
+  FrontierPoint realize(std::vector<std::size_t> chosen, double allowed_time_s, double model_energy_j) const;
+  // The cost model's energy of the current durations.
+  double model_energy_j() const;
+  // Sets the point's planned time and model energy to the current step's.
+  void stamp(FrontierPoint& point, double model_energy_j) const;
   std::int64_t upper(std::size_t node) const;  // integer shortening cost; kUnbounded at min
   std::int64_t lower(std::size_t node) const;  // integer lengthening saving; 0 at max
 

@@ -8,10 +8,7 @@
 namespace kareus::pipeline {
 namespace {
 
-struct EdgeId {
-  std::size_t id = 0;  // position in insertion order; the twin of 2k is 2k+1
-};
-using Graph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, EdgeId>;
+using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
 using Edge = boost::graph_traits<Graph>::edge_descriptor;
 
 }  // namespace
@@ -20,121 +17,209 @@ using Edge = boost::graph_traits<Graph>::edge_descriptor;
 //   Σ_{S→T} u − Σ_{T→S} l = Σ_{S→T} (u − l) + Σ_{v∈S} b(v),
 // so the minimum is an ordinary minimum cut once v→sink carries b(v) where b(v) > 0 and
 // source→v carries −b(v) where b(v) < 0, less the constant Σ_{b<0} −b(v). One max-flow pass and
-// no feasibility phase. Every vertex has both helper arcs in the fixed topology; unused ones carry 0.
+// no feasibility phase.
+//
+// Each solve runs on a compact graph of only the arcs with capacity (active arcs with u > l and the
+// helper arcs needed), so the work follows the critical sub-DAG rather than the whole topology. The
+// maximum flow is kept between solves: where it exceeds the new capacities it is cut down (see
+// repair_flow) and Boykov–Kolmogorov only augments it, usually along few paths. The source side is
+// the set of vertices reachable from the source in the residual network, the same for every
+// maximum flow, so the warm start never changes the answer.
 struct MinCutSolver::Impl {
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::size_t n, s, t, num_arcs;
   std::vector<std::size_t> arc_from, arc_to;
-  Graph graph;
-  std::vector<std::size_t> edge_of;  // insertion id -> CSR edge index
-  std::vector<Edge> reverse;         // by CSR edge index
-  std::vector<Edge> edge_by_index;
-  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  std::vector<std::int64_t> capacity, residual;
-  std::vector<Edge> predecessor;
-  std::vector<boost::default_color_type> color;
-  std::vector<std::int64_t> distance, balance;
-  std::vector<std::size_t> queue;
-  std::vector<bool> reached_;
-  std::vector<std::int64_t> flow;  // by CSR index of the forward edges; the twins' entries unused
-  std::vector<std::int64_t> start_residual;
-  std::vector<std::size_t> path;
+  std::vector<std::size_t> out_begin, out_arc, in_begin, in_arc;  // adjacency of the fixed arcs
+
+  // The kept flow: per arc, and per vertex on the helper arcs source→v and v→sink.
+  std::vector<std::int64_t> flow, from_source, to_sink;
   bool has_flow = false;
 
-  // Makes the previous flow feasible for the new capacities: wherever an edge carries more than
-  // its capacity, the excess is cancelled along flow-carrying paths from the source through the
-  // edge to the sink. Such paths exist by flow conservation and are found by walking edges with
-  // flow backwards to the source and forwards to the sink, which ends because the network is
-  // acyclic; a walk longer than the vertex count (a cyclic network) gives up: start from zero.
-  bool repair_flow() {
-    for (std::size_t id = 0; id < capacity.size(); id += 2) {
-      const std::size_t e = edge_of[id];
-      while (flow[e] > capacity[e]) {
-        path.assign(1, e);
-        // Forward edges (even ids) carrying flow into v are the twins (odd ids) out of v.
-        for (std::size_t v = boost::source(edge_by_index[e], graph), walked = 0; v != s; ++walked) {
-          std::size_t best = kNone, from = kNone;
-          for (auto [it, end] = boost::out_edges(v, graph); it != end; ++it) {
-            if (graph[*it].id % 2 == 0) continue;
-            std::size_t in = reverse[(*it).idx].idx;
-            if (flow[in] > 0 && (best == kNone || flow[in] > flow[best])) best = in, from = boost::target(*it, graph);
-          }
-          if (best == kNone || walked > n) return false;
-          path.push_back(best);
-          v = from;
-        }
-        for (std::size_t v = boost::target(edge_by_index[e], graph), walked = 0; v != t; ++walked) {
-          std::size_t best = kNone, to = kNone;
-          for (auto [it, end] = boost::out_edges(v, graph); it != end; ++it) {
-            if (graph[*it].id % 2 == 1) continue;
-            if (flow[(*it).idx] > 0 && (best == kNone || flow[(*it).idx] > flow[best])) best = (*it).idx, to = boost::target(*it, graph);
-          }
-          if (best == kNone || walked > n) return false;
-          path.push_back(best);
-          v = to;
-        }
-        std::int64_t cancel = flow[e] - capacity[e];
-        for (std::size_t k : path) cancel = std::min(cancel, flow[k]);
-        for (std::size_t k : path) flow[k] -= cancel;
-      }
-    }
-    return true;
-  }
+  // Per solve: capacities of the transformed network.
+  std::vector<std::int64_t> capacity, source_capacity, sink_capacity, balance;
 
-  // Vertices reachable from the source through arcs with residual capacity.
-  void reach() {
-    reached_.assign(n, false);
-    queue.assign(1, s);
-    reached_[s] = true;
-    for (std::size_t head = 0; head < queue.size(); ++head) {
-      for (auto [it, end] = boost::out_edges(queue[head], graph); it != end; ++it) {
-        std::size_t w = boost::target(*it, graph);
-        if (!reached_[w] && residual[(*it).idx] > 0) {
-          reached_[w] = true;
-          queue.push_back(w);
-        }
-      }
-    }
-  }
+  // The compact graph: CSR edges in pairs (forward 2k, twin 2k+1); pair k stands for origin[k]:
+  // arc a < num_arcs, helper source→v at num_arcs + v, helper v→sink at num_arcs + n + v.
+  std::vector<std::size_t> compact_of, members, origin;
+  std::vector<std::pair<std::size_t, std::size_t>> pair_ends, sorted_ends;
+  std::vector<std::size_t> row_start;
+  Graph graph;
+  std::vector<Edge> forward_edge, reverse;  // by pair; by CSR edge index
+  std::vector<std::int64_t> start_residual, residual;
+  std::vector<Edge> predecessor;
+  std::vector<boost::default_color_type> color;
+  std::vector<std::int64_t> distance;
+  std::vector<std::size_t> queue;
+  std::vector<std::uint8_t> reached;
+  std::vector<std::int64_t*> path;
 
   Impl(std::size_t vertices, std::size_t source, std::size_t sink,
        std::span<const std::pair<std::size_t, std::size_t>> arcs)
       : n(vertices), s(source), t(sink), num_arcs(arcs.size()) {
     KAREUS_CHECK(s < n && t < n && s != t, "flow network needs distinct source and sink");
-    std::vector<std::pair<std::size_t, std::size_t>> ends;
-    std::vector<EdgeId> ids;
-    auto add = [&](std::size_t from, std::size_t to) {
-      KAREUS_CHECK(from < n && to < n, "flow arc endpoint out of range");
-      ends.emplace_back(from, to);
-      ends.emplace_back(to, from);
-      ids.push_back({ids.size()});
-      ids.push_back({ids.size()});
-    };
+    out_begin.assign(n + 1, 0);
+    in_begin.assign(n + 1, 0);
     for (auto [from, to] : arcs) {
-      add(from, to);
+      KAREUS_CHECK(from < n && to < n, "flow arc endpoint out of range");
       arc_from.push_back(from);
       arc_to.push_back(to);
+      ++out_begin[from + 1];
+      ++in_begin[to + 1];
     }
-    for (std::size_t v = 0; v < n; ++v) add(s, v), add(v, t);  // helper arcs: ids 2a+4v, 2a+4v+2
-    graph = Graph(boost::edges_are_unsorted_multi_pass, ends.begin(), ends.end(), ids.begin(), n);
-    const std::size_t m = ends.size();
-    std::vector<Edge> by_id(m);
-    for (auto [it, end] = boost::edges(graph); it != end; ++it) by_id[graph[*it].id] = *it;
-    edge_of.resize(m);
+    for (std::size_t v = 0; v < n; ++v) out_begin[v + 1] += out_begin[v], in_begin[v + 1] += in_begin[v];
+    out_arc.resize(num_arcs);
+    in_arc.resize(num_arcs);
+    std::vector<std::size_t> out_fill(out_begin.begin(), out_begin.end() - 1);
+    std::vector<std::size_t> in_fill(in_begin.begin(), in_begin.end() - 1);
+    for (std::size_t a = 0; a < num_arcs; ++a) {
+      out_arc[out_fill[arc_from[a]]++] = a;
+      in_arc[in_fill[arc_to[a]]++] = a;
+    }
+    flow.assign(num_arcs, 0);
+    capacity.assign(num_arcs, 0);
+    from_source.assign(n, 0);
+    to_sink.assign(n, 0);
+    source_capacity.assign(n, 0);
+    sink_capacity.assign(n, 0);
+    balance.assign(n, 0);
+    compact_of.assign(n, kNone);
+  }
+
+  // The flow-carrying arc (or helper) into v, preferring the helper from the source, then the
+  // arc with the most flow; with `from` set to its tail. Null when none carries flow.
+  std::int64_t* flow_into(std::size_t v, std::size_t& from) {
+    if (from_source[v] > 0) return from = s, &from_source[v];
+    std::int64_t* best = nullptr;
+    for (std::size_t k = in_begin[v]; k < in_begin[v + 1]; ++k) {
+      std::size_t a = in_arc[k];
+      if (flow[a] > 0 && (!best || flow[a] > *best)) best = &flow[a], from = arc_from[a];
+    }
+    return best;
+  }
+  std::int64_t* flow_out_of(std::size_t v, std::size_t& to) {
+    if (to_sink[v] > 0) return to = t, &to_sink[v];
+    std::int64_t* best = nullptr;
+    for (std::size_t k = out_begin[v]; k < out_begin[v + 1]; ++k) {
+      std::size_t a = out_arc[k];
+      if (flow[a] > 0 && (!best || flow[a] > *best)) best = &flow[a], to = arc_to[a];
+    }
+    return best;
+  }
+
+  // Cancels `excess` of the flow on `edge` (tail → head) along flow-carrying paths source → tail and
+  // head → sink, which exist by flow conservation; the walks end because the network is acyclic. A
+  // walk longer than the vertex count (a cyclic network) gives up.
+  bool cancel(std::int64_t* edge, std::size_t tail, std::size_t head, std::int64_t excess) {
+    while (excess > 0) {
+      path.assign(1, edge);
+      for (std::size_t v = tail; v != s;) {
+        std::int64_t* in = flow_into(v, v);
+        if (!in || path.size() > n + 1) return false;
+        path.push_back(in);
+      }
+      for (std::size_t v = head; v != t;) {
+        std::int64_t* out = flow_out_of(v, v);
+        if (!out || path.size() > 2 * n + 2) return false;
+        path.push_back(out);
+      }
+      std::int64_t amount = excess;
+      for (std::int64_t* f : path) amount = std::min(amount, *f);
+      for (std::int64_t* f : path) *f -= amount;
+      excess -= amount;
+    }
+    return true;
+  }
+
+  // Makes the kept flow feasible for the new capacities; false when it cannot (start from zero).
+  bool repair_flow() {
+    for (std::size_t a = 0; a < num_arcs; ++a) {
+      if (flow[a] > capacity[a] && !cancel(&flow[a], arc_from[a], arc_to[a], flow[a] - capacity[a])) return false;
+    }
+    for (std::size_t v = 0; v < n; ++v) {
+      if (from_source[v] > source_capacity[v] &&
+          !cancel(&from_source[v], s, v, from_source[v] - source_capacity[v])) {
+        return false;
+      }
+      if (to_sink[v] > sink_capacity[v] && !cancel(&to_sink[v], v, t, to_sink[v] - sink_capacity[v])) return false;
+    }
+    return true;
+  }
+
+  std::int64_t& flow_of(std::size_t pair) {
+    if (pair < num_arcs) return flow[pair];
+    if (pair < num_arcs + n) return from_source[pair - num_arcs];
+    return to_sink[pair - num_arcs - n];
+  }
+  std::int64_t capacity_of(std::size_t pair) const {
+    if (pair < num_arcs) return capacity[pair];
+    if (pair < num_arcs + n) return source_capacity[pair - num_arcs];
+    return sink_capacity[pair - num_arcs - n];
+  }
+
+  // Builds the compact graph of every arc with capacity, its residuals from the kept flow. The
+  // edges are bucketed by tail here (forward edge and twin of each pair), so Boost only copies them.
+  void build_compact() {
+    for (std::size_t v : members) compact_of[v] = kNone;
+    members.clear();
+    origin.clear();
+    pair_ends.clear();
+    auto vertex = [&](std::size_t v) {
+      if (compact_of[v] == kNone) compact_of[v] = members.size(), members.push_back(v);
+      return compact_of[v];
+    };
+    auto add = [&](std::size_t pair, std::size_t from, std::size_t to) {
+      origin.push_back(pair);
+      pair_ends.emplace_back(vertex(from), vertex(to));
+    };
+    vertex(s), vertex(t);
+    for (std::size_t a = 0; a < num_arcs; ++a) {
+      if (capacity[a] > 0) add(a, arc_from[a], arc_to[a]);
+    }
+    for (std::size_t v = 0; v < n; ++v) {
+      if (source_capacity[v] > 0) add(num_arcs + v, s, v);
+      if (sink_capacity[v] > 0) add(num_arcs + n + v, v, t);
+    }
+    const std::size_t nc = members.size(), m = 2 * pair_ends.size();
+    row_start.assign(nc + 1, 0);
+    for (auto [from, to] : pair_ends) ++row_start[from + 1], ++row_start[to + 1];
+    for (std::size_t v = 0; v < nc; ++v) row_start[v + 1] += row_start[v];
+    sorted_ends.resize(m);
     reverse.resize(m);
-    for (std::size_t id = 0; id < m; ++id) {
-      edge_of[id] = by_id[id].idx;
-      reverse[by_id[id].idx] = by_id[id ^ 1];
+    forward_edge.resize(pair_ends.size());
+    start_residual.resize(m);
+    for (std::size_t k = 0; k < pair_ends.size(); ++k) {
+      auto [from, to] = pair_ends[k];
+      std::size_t ahead = row_start[from]++, back = row_start[to]++;
+      sorted_ends[ahead] = {from, to};
+      sorted_ends[back] = {to, from};
+      forward_edge[k] = Edge(from, ahead);
+      reverse[ahead] = Edge(to, back);
+      reverse[back] = forward_edge[k];
+      const std::int64_t f = flow_of(origin[k]);
+      start_residual[ahead] = capacity_of(origin[k]) - f;
+      start_residual[back] = f;
     }
-    edge_by_index.resize(m);
-    for (const Edge& e : by_id) edge_by_index[e.idx] = e;
-    capacity.assign(m, 0);
-    flow.assign(m, 0);
-    residual.assign(m, 0);
-    start_residual.assign(m, 0);
-    predecessor.resize(n);
-    color.resize(n);
-    distance.resize(n);
-    balance.resize(n);
+    graph = Graph(boost::edges_are_sorted, sorted_ends.begin(), sorted_ends.end(), nc, m);
+    residual = start_residual;
+    predecessor.resize(nc);
+    color.resize(nc);
+    distance.resize(nc);
+  }
+
+  // Compact vertices reachable from the source through edges with residual capacity.
+  void reach() {
+    reached.assign(members.size(), 0);
+    queue.assign(1, compact_of[s]);
+    reached[compact_of[s]] = 1;
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      for (auto [it, end] = boost::out_edges(queue[head], graph); it != end; ++it) {
+        std::size_t w = boost::target(*it, graph);
+        if (!reached[w] && residual[(*it).idx] > 0) {
+          reached[w] = 1;
+          queue.push_back(w);
+        }
+      }
+    }
   }
 
   MinCut solve(std::span<const std::int64_t> lower, std::span<const std::int64_t> upper,
@@ -142,8 +227,6 @@ struct MinCutSolver::Impl {
     KAREUS_CHECK(lower.size() == num_arcs && upper.size() == num_arcs && active.size() == num_arcs,
                  "bounds must be given for every arc");
     std::int64_t finite_sum = 1;
-    std::fill(balance.begin(), balance.end(), 0);
-    std::fill(capacity.begin(), capacity.end(), 0);
     std::size_t active_arcs = 0;
     for (std::size_t a = 0; a < num_arcs; ++a) {
       if (!active[a]) continue;
@@ -155,61 +238,50 @@ struct MinCutSolver::Impl {
                  "flow capacities too large for 64-bit arithmetic");
     // Stand-in for an unbounded capacity: more than every finite cut can hold.
     const std::int64_t big = finite_sum;
+    std::fill(balance.begin(), balance.end(), 0);
     for (std::size_t a = 0; a < num_arcs; ++a) {
+      capacity[a] = !active[a] ? 0 : upper[a] == FlowNetwork::kUnbounded ? big : upper[a] - lower[a];
       if (!active[a]) continue;
-      std::size_t e = edge_of[2 * a];
-      capacity[e] = upper[a] == FlowNetwork::kUnbounded ? big : upper[a] - lower[a];
       balance[arc_from[a]] += lower[a];
       balance[arc_to[a]] -= lower[a];
     }
     std::int64_t constant = balance[s];
     for (std::size_t v = 0; v < n; ++v) {
-      if (v == s || v == t) continue;
-      std::size_t helper = 2 * num_arcs + 4 * v;
-      if (balance[v] < 0) capacity[edge_of[helper]] = -balance[v], constant += balance[v];
-      if (balance[v] > 0) capacity[edge_of[helper + 2]] = balance[v];
+      bool terminal = v == s || v == t;
+      source_capacity[v] = !terminal && balance[v] < 0 ? -balance[v] : 0;
+      sink_capacity[v] = !terminal && balance[v] > 0 ? balance[v] : 0;
+      constant -= source_capacity[v];
     }
-    // Warm start: the previous maximum flow, cut down where it no longer fits the new capacities
-    // (see repair_flow), is kept and only augmented: Boykov–Kolmogorov runs on its residual
-    // network, usually finding few paths. The first solve starts from zero.
-    const auto index = boost::get(boost::edge_index, graph);
-    auto max_flow_on = [&](std::vector<std::int64_t>& start_capacity) {
+
+    if (!has_flow || !repair_flow()) {
+      std::fill(flow.begin(), flow.end(), 0);
+      std::fill(from_source.begin(), from_source.end(), 0);
+      std::fill(to_sink.begin(), to_sink.end(), 0);
+    }
+    build_compact();
+    reach();
+    if (reached[compact_of[t]]) {
+      const auto index = boost::get(boost::edge_index, graph);
       boost::boykov_kolmogorov_max_flow(
-          graph, boost::make_iterator_property_map(start_capacity.begin(), index),
+          graph, boost::make_iterator_property_map(start_residual.begin(), index),
           boost::make_iterator_property_map(residual.begin(), index),
-          boost::make_iterator_property_map(reverse.begin(), index), predecessor.data(),
-          color.data(), distance.data(), boost::get(boost::vertex_index, graph), s, t);
-    };
-    if (has_flow && repair_flow()) {
-      for (std::size_t id = 0; id < capacity.size(); id += 2) {
-        std::size_t e = edge_of[id], back = edge_of[id + 1];
-        start_residual[e] = capacity[e] - flow[e];
-        start_residual[back] = flow[e];
-      }
-      residual = start_residual;
-      reach();
-      if (reached_[t]) {
-        max_flow_on(start_residual);
-        reach();
-      }
-    } else {
-      max_flow_on(capacity);
+          boost::make_iterator_property_map(reverse.begin(), index), predecessor.data(), color.data(),
+          distance.data(), boost::get(boost::vertex_index, graph), compact_of[s], compact_of[t]);
       reach();
     }
-    std::vector<bool>& reached = reached_;
     has_flow = true;
-    for (std::size_t id = 0; id < capacity.size(); id += 2) {
-      std::size_t e = edge_of[id];
-      flow[e] = capacity[e] - residual[e];
-    }
     std::int64_t total_flow = 0;
-    for (auto [it, end] = boost::out_edges(s, graph); it != end; ++it) total_flow += flow[(*it).idx];
+    for (std::size_t k = 0; k < origin.size(); ++k) {
+      std::int64_t f = capacity_of(origin[k]) - residual[forward_edge[k].idx];
+      flow_of(origin[k]) = f;
+      if (boost::source(forward_edge[k], graph) == compact_of[s]) total_flow += f;
+    }
 
     MinCut cut;
-    cut.source_side = reached;
+    cut.source_side.assign(n, false);
+    for (std::size_t c = 0; c < members.size(); ++c) cut.source_side[members[c]] = reached[c] != 0;
     // The cut's value from the bounds themselves; it must agree with the flow.
     std::int64_t value = 0;
-    cut.bounded = true;
     for (std::size_t a = 0; a < num_arcs && cut.bounded; ++a) {
       if (!active[a]) continue;
       bool from = cut.source_side[arc_from[a]], to = cut.source_side[arc_to[a]];
