@@ -87,7 +87,11 @@ RC_GTEST_PROP(MinCut, SolverReusedAcrossBoundsMatchesFreshSolves, ()) {
     MinCut cut = solver.solve(lower, upper, active);
     std::int64_t expected = brute_force_min_cut(sub);
     RC_ASSERT(cut.bounded == (expected != FlowNetwork::kUnbounded));
-    if (cut.bounded) RC_ASSERT(cut.value == expected);
+    if (cut.bounded) {
+      RC_ASSERT(cut.value == expected);
+      // The source side is the residual reach of a maximum flow: the same for every one of them.
+      RC_ASSERT(cut.source_side == minimum_cut(sub).source_side);
+    }
   }
 }
 
