@@ -74,12 +74,12 @@ TEST_P(PerseusData, MatchesOrBeatsPerseusTruePlansAndPublishedFrontier) {
               100 * best_true, 100 * worst_published);
 }
 
-// BLOOM at M = 24 and 48 misses the +0.05% target at a few isolated points (+0.108% and +0.058%
-// at worst, mean −0.5%); see the issue note. The bound there guards against regressions.
+// Phillips–Dessouky alone is above Perseus at a few isolated BLOOM points (+0.108% at M = 24,
+// +0.058% at M = 48); the local search brings every point within +0.05%.
 INSTANTIATE_TEST_SUITE_P(A100, PerseusData,
                          ::testing::Values(Case{"gpt3-175b", 12, 0.0005}, Case{"gpt3-175b", 24, 0.0005},
                                            Case{"gpt3-175b", 48, 0.0005}, Case{"bloom", 12, 0.0005},
-                                           Case{"bloom", 24, 0.0015}, Case{"bloom", 48, 0.0010}),
+                                           Case{"bloom", 24, 0.0005}, Case{"bloom", 48, 0.0005}),
                          [](const auto& param_info) {
                            return (param_info.param.model == "bloom" ? std::string("bloom") : std::string("gpt3")) +
                                   "_M" + std::to_string(param_info.param.microbatches);

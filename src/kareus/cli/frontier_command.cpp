@@ -28,6 +28,7 @@ struct FrontierFlags {
   std::string out;
   std::string plans = "20";
   bool no_reclaim = false;
+  int local_search_rounds = pipeline::SolverOptions{}.local_search_rounds;
 };
 
 std::string frontier_csv(const pipeline::Frontier& frontier) {
@@ -70,10 +71,15 @@ int run_frontier(const FrontierFlags& flags) {
   if (flags.microbatches < 1) throw InputError({"", 0, 0, "--microbatches"}, "must be at least 1");
   if (!(flags.p_blocking_w >= 0)) throw InputError({"", 0, 0, "--p-blocking"}, "must be a power >= 0 W");
   if (!(flags.unit_time_s > 0)) throw InputError({"", 0, 0, "--unit-time"}, "must be positive");
+  if (flags.local_search_rounds < 0) throw InputError({"", 0, 0, "--local-search-rounds"}, "must be at least 0");
 
   pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
   auto schedule = pipeline::PipelineSchedule::make(*schedule_kind, flags.stages, flags.microbatches);
-  pipeline::SolverOptions options{flags.p_blocking_w, flags.unit_time_s, *cost_model, !flags.no_reclaim};
+  pipeline::SolverOptions options{.p_blocking_w = flags.p_blocking_w,
+                                  .unit_time_s = flags.unit_time_s,
+                                  .cost_model = *cost_model,
+                                  .reclaim_slack = !flags.no_reclaim,
+                                  .local_search_rounds = flags.local_search_rounds};
   auto plan_indices_check = plans_to_write(flags.plans, 0);  // validate the flag before solving
   (void)plan_indices_check;
 
@@ -171,7 +177,12 @@ Action register_frontier(CLI::App& app) {
                   "How many frontier plans plans.json holds: 'all' or a count, evenly spaced")
       ->capture_default_str();
   cmd->add_flag("--no-reclaim", flags->no_reclaim,
-                "Do not move instructions with slack to slower options (Perseus's plain assignment)");
+                "Do not move instructions with slack to slower options (with --local-search-rounds 0: "
+                "Perseus's plain assignment)");
+  cmd->add_option("--local-search-rounds", flags->local_search_rounds,
+                  "Rounds of Pareto local search over one-option moves after Phillips-Dessouky; 0 keeps "
+                  "its plans only")
+      ->capture_default_str();
   return [flags] { return run_frontier(*flags); };
 }
 

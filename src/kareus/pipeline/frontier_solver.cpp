@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <limits>
+#include <numeric>
 #include <optional>
 
 #include "kareus/core/error.hpp"
@@ -49,6 +51,65 @@ double reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>
     latest_start[v] = latest_finish - time[v];
   }
   return n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
+}
+
+// For each of `nodes`, the length of the longest path of the DAG that avoids it, given each
+// node's earliest finish, duration and longest path after it (`tail`). Take the earliest-start
+// schedule and the middle m of v's run: every path crosses time m, either inside one of its
+// instructions or in a wait on one of its edges, or it ends before m. An instruction running at m,
+// an edge waiting across m, or a path ending before m cannot share a path with v (precedence would
+// put them wholly before or after v's run), so the longest paths through them avoid v, and they
+// bound every path that does. One sweep over m answers all nodes. Paths no longer than `floor`
+// are left out (the answer is then at most `floor`, where it would have been below it anyway).
+std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
+                                     std::span<const double> time, std::span<const double> tail,
+                                     std::span<const std::size_t> nodes, double floor) {
+  struct Span {
+    double from, to, length;  // crosses every m in [from, to) and lies on a path of that length
+    std::size_t node;          // the instruction it is, or kNoNode
+  };
+  constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
+  const double never = std::numeric_limits<double>::infinity();
+  std::vector<Span> spans;
+  for (std::size_t u = 0; u < dag.num_nodes(); ++u) {
+    if (finish[u] + tail[u] <= floor) continue;  // so is every path through u
+    spans.push_back({finish[u] - time[u], finish[u], finish[u] + tail[u], u});
+    if (dag.successor_begin(u) == dag.successor_begin(u + 1)) spans.push_back({finish[u], never, finish[u], kNoNode});
+    for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) {
+      const std::size_t w = dag.edge_to(e);
+      const double w_start = finish[w] - time[w], length = finish[u] + time[w] + tail[w];
+      if (finish[u] < w_start && length > floor) spans.push_back({finish[u], w_start, length, kNoNode});
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
+  std::vector<std::size_t> order(nodes.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  auto middle = [&](std::size_t k) { return finish[nodes[k]] - time[nodes[k]] / 2; };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return middle(a) < middle(b); });
+  // Max-heap of the spans entered so far, by length; those that ended are dropped lazily.
+  auto shorter = [&](std::size_t a, std::size_t b) { return spans[a].length < spans[b].length; };
+  std::vector<std::size_t> heap;
+  std::vector<double> out(nodes.size(), floor);
+  std::size_t next = 0;
+  for (std::size_t k : order) {
+    const double m = middle(k);
+    for (; next < spans.size() && spans[next].from <= m; ++next) {
+      heap.push_back(next);
+      std::push_heap(heap.begin(), heap.end(), shorter);
+    }
+    std::vector<std::size_t> own;  // v's own span, set aside while reading the maximum
+    while (!heap.empty() && (spans[heap.front()].to <= m || spans[heap.front()].node == nodes[k])) {
+      if (spans[heap.front()].node == nodes[k]) own.push_back(heap.front());
+      std::pop_heap(heap.begin(), heap.end(), shorter);
+      heap.pop_back();
+    }
+    out[k] = heap.empty() ? floor : spans[heap.front()].length;
+    for (std::size_t s : own) {
+      heap.push_back(s);
+      std::push_heap(heap.begin(), heap.end(), shorter);
+    }
+  }
+  return out;
 }
 
 // The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
@@ -336,6 +397,68 @@ std::vector<FrontierPoint> FrontierSolver::next_plans() {
   return plans;
 }
 
+std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
+    const FrontierPoint& plan, const std::function<bool(double, double)>& dominated) const {
+  const std::size_t n = dag_.num_nodes();
+  KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");
+  std::vector<std::size_t> at(n);  // candidate index per node
+  std::vector<double> time(n);
+  double sum_effective = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    const OperationCost& c = costs_[cost_of_[v]];
+    at[v] = c.candidate_of(plan.assignment[v]);
+    time[v] = c.options()[at[v]].time_s;
+    sum_effective += c.options()[at[v]].effective_energy_j;
+  }
+  std::vector<double> finish = dag_.earliest_finish<double>(time);
+  std::vector<double> tail(n, 0.0);  // longest path from a node's finish to the end
+  auto order = dag_.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    for (std::size_t e = dag_.successor_begin(*it); e < dag_.successor_begin(*it + 1); ++e) {
+      std::size_t w = dag_.edge_to(e);
+      tail[*it] = std::max(tail[*it], time[w] + tail[w]);
+    }
+  }
+  const double makespan = n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
+  const double idle_power_w = options_.p_blocking_w * table_.num_stages();
+  std::vector<Move> moves;
+  auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {
+    return sum_effective - costs_[cost_of_[v]].options()[at[v]].effective_energy_j + to.effective_energy_j +
+           idle_power_w * new_makespan;
+  };
+  auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
+    double energy = energy_of(v, to, new_makespan);
+    if (!dominated(new_makespan, energy)) moves.push_back({v, static_cast<std::uint16_t>(to.option), new_makespan, energy});
+  };
+  // One option slower: only the paths through v grow, so the new makespan is immediate.
+  for (std::size_t v = 0; v < n; ++v) {
+    auto candidates = costs_[cost_of_[v]].options();
+    if (at[v] + 1 < candidates.size()) {
+      move(v, candidates[at[v] + 1], std::max(makespan, finish[v] - time[v] + candidates[at[v] + 1].time_s + tail[v]));
+    }
+  }
+  // One option faster: every path through v shortens, so the new makespan is the larger of
+  // makespan − saving and the longest path avoiding v (longest_avoiding). That pays only when v is
+  // critical.
+  const double tolerance = 1e-12 * makespan;
+  std::vector<std::size_t> critical;
+  double largest_saving = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    if (at[v] == 0 || finish[v] + tail[v] < makespan - tolerance) continue;
+    critical.push_back(v);
+    largest_saving = std::max(largest_saving, time[v] - costs_[cost_of_[v]].options()[at[v] - 1].time_s);
+  }
+  std::vector<double> avoiding =
+      longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving);
+  for (std::size_t k = 0; k < critical.size(); ++k) {
+    const std::size_t v = critical[k];
+    const Candidate& faster = costs_[cost_of_[v]].options()[at[v] - 1];
+    const double new_makespan = std::max(makespan - (time[v] - faster.time_s), avoiding[k]);
+    if (new_makespan < makespan) move(v, faster, new_makespan);
+  }
+  return moves;
+}
+
 Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress) {
@@ -343,20 +466,57 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // Online Pareto set keyed by time: energies strictly fall as time grows.
   std::map<double, FrontierPoint> front;
   Frontier result;
+  // Keeps `point` if no plan in the front is as fast and as frugal; drops those it dominates.
+  // Times within a relative 1e-8 count as equal: the local search otherwise fills the front with
+  // plans nanoseconds apart, which no measurement resolves and no output format tells apart.
+  auto same_time_s = [](double time_s) { return 1e-8 * time_s; };
+  auto dominated = [&](double time_s, double energy_j) {
+    auto after = front.upper_bound(time_s + same_time_s(time_s));
+    return after != front.begin() && std::prev(after)->second.energy_j <= energy_j;
+  };
+  auto offer = [&](FrontierPoint point) {
+    ++result.total_points;
+    if (dominated(point.time_s, point.energy_j)) return false;
+    auto after = front.lower_bound(point.time_s - same_time_s(point.time_s));
+    while (after != front.end() && after->second.energy_j >= point.energy_j) after = front.erase(after);
+    front.insert_or_assign(point.time_s, std::move(point));
+    return true;
+  };
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     if (progress && solver.stats().steps % 256 == 0) {
       progress({solver.stats().steps, solver.planned_time_s(), &solver.stats()});
     }
-    for (FrontierPoint& point : plans) {
-      ++result.total_points;
-      auto after = front.upper_bound(point.time_s);
-      if (after != front.begin() && std::prev(after)->second.energy_j <= point.energy_j) continue;
-      while (after != front.end() && after->second.energy_j >= point.energy_j) after = front.erase(after);
-      front.insert_or_assign(point.time_s, std::move(point));
+    for (FrontierPoint& point : plans) offer(std::move(point));
+  }
+  // Pareto local search: each plan of the front is expanded into its one-option neighbours, and
+  // each neighbour that enters the front is expanded in the next round. Phillips–Dessouky works on
+  // the options' convex hull; this recovers discrete combinations between its plans. From the
+  // second round on only plans entered by a faster option are expanded: the gains there come from
+  // slowing other instructions into the slack the faster one frees, while chains of slower options
+  // only fill in between points already on the front.
+  std::vector<double> pending;
+  for (const auto& [time, point] : front) pending.push_back(time);
+  for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
+    std::vector<double> entered;
+    for (double t : pending) {
+      auto it = front.find(t);
+      if (it == front.end()) continue;  // dominated since
+      const FrontierPoint origin = it->second;  // a neighbour may dominate it out of the front
+      for (const FrontierSolver::Move& m : solver.neighbours(origin, dominated)) {
+        FrontierPoint q = origin;
+        q.assignment[m.node] = m.option;
+        q.time_s = m.time_s;
+        q.energy_j = m.energy_j;
+        if (offer(std::move(q)) && m.time_s < origin.time_s) entered.push_back(m.time_s);
+      }
     }
+    result.stats.local_search_expansions += static_cast<long>(pending.size());
+    pending = std::move(entered);
   }
   for (auto& [time, point] : front) result.points.push_back(std::move(point));
+  const long expansions = result.stats.local_search_expansions;
   result.stats = solver.stats();
+  result.stats.local_search_expansions = expansions;
   return result;
 }
 

@@ -43,6 +43,9 @@ struct SolverOptions {
   bool reclaim_slack = true;
   // Once no plan is faster by a whole unit, continue in units ten times finer.
   bool refine_fast_end = true;
+  // Rounds of Pareto local search over one-option moves after Phillips–Dessouky (see
+  // solve_frontier); 0 keeps its plans only.
+  int local_search_rounds = 2;
 };
 
 // One plan, evaluated on the true options it assigns.
@@ -61,6 +64,7 @@ struct SolverStats {
   long cut_computations = 0;  // max-flow solves; the other steps reused the previous cut
   double initial_time_s = 0;  // planned makespan of the slowest plan
   double fastest_time_s = 0;  // true makespan with every instruction at its fastest option
+  long local_search_expansions = 0;  // plans whose neighbours the local search evaluated
 };
 
 class FrontierSolver {
@@ -72,6 +76,19 @@ class FrontierSolver {
   // The plans of the slowest makespan first, then of one unit faster per call, then the fastest
   // plan there is (every instruction at its fastest option, slack reclaimed); then empty.
   std::vector<FrontierPoint> next();
+
+  // A plan one option away from another: `node` takes table option `option`; the plan's true time
+  // and energy.
+  struct Move {
+    std::size_t node = 0;
+    std::uint16_t option = 0;
+    double time_s = 0, energy_j = 0;
+  };
+  // The moves from `plan` (a plan of this solver) that can pay: each instruction one candidate
+  // slower, and each one that every critical path runs through one candidate faster; less those
+  // whose (time, energy) `dominated` rejects.
+  std::vector<Move> neighbours(const FrontierPoint& plan,
+                               const std::function<bool(double time_s, double energy_j)>& dominated) const;
 
   const InstructionDag& dag() const { return dag_; }
   const SolverStats& stats() const { return stats_; }
@@ -143,8 +160,10 @@ struct Frontier {
   long total_points = 0;  // plans evaluated, before dropping dominated ones
 };
 
-// Runs the solver to the end and keeps the Pareto-optimal plans. `progress`, when set, is called
-// about every 256 steps.
+// Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by
+// `local_search_rounds` rounds of Pareto local search (plans found there keep the planned time
+// and model energy of the step they descend from). `progress`, when set, is called about every
+// 256 steps.
 Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress = {});

@@ -123,6 +123,8 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
       pareto_.push_back(c);
     }
   }
+  candidate_of_.assign(options.size(), kNotCandidate);
+  for (std::size_t i = 0; i < pareto_.size(); ++i) candidate_of_[pareto_[i].option] = i;
   // The model stops at the option of least real energy (see the header).
   std::size_t last_modelled = 0;
   for (std::size_t i = 1; i < pareto_.size(); ++i) {
@@ -183,6 +185,12 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
 std::size_t OperationCost::frugal_for(long units) const {
   units = std::clamp(units, min_units_, max_units_);
   return frugal_at_[static_cast<std::size_t>(units - min_units_)];
+}
+
+std::size_t OperationCost::candidate_of(std::size_t option) const {
+  KAREUS_CHECK(option < candidate_of_.size() && candidate_of_[option] != kNotCandidate,
+               fmt::format("option {} is not a candidate of this operation", option));
+  return candidate_of_[option];
 }
 
 std::size_t OperationCost::tight_for(long units) const {

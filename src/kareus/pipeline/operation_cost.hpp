@@ -56,6 +56,8 @@ class OperationCost {
   long max_units() const { return max_units_; }
   // Pareto set in (real time, effective energy), real time strictly ascending.
   std::span<const Candidate> options() const { return pareto_; }
+  // Index into options() of the table option `option`, which must be one of them.
+  std::size_t candidate_of(std::size_t option) const;
 
   // Index into options() of the option that runs within `units` at least effective energy (the
   // fastest option when none fits).
@@ -76,6 +78,8 @@ class OperationCost {
 
  private:
   std::vector<Candidate> pareto_;
+  static constexpr std::size_t kNotCandidate = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> candidate_of_;  // per table option: its index in pareto_
   long min_units_ = 0, max_units_ = 0;
   std::vector<std::size_t> frugal_at_, tight_at_;  // per unit offset from min_units
   std::vector<double> cost_at_;                    // model cost per unit offset from min_units
