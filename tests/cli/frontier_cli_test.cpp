@@ -68,6 +68,8 @@ TEST_F(FrontierCli, BadInputIsOneLineExitTwoAndNoOutput) {
        "P_blocking"},
       {profile("h.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") + " --stages 1" + rest +
            " --schedule zigzag", "--schedule"},
+      {profile("i.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") + " --stages 1" + rest +
+           " --local-search-rounds -1", "--local-search-rounds"},
   };
   for (const Bad& c : cases) {
     CliResult r = run("frontier " + c.args);
