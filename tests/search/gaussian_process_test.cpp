@@ -1,12 +1,15 @@
 // The GP surrogate: interpolation and shrinking variance at training points, maximum likelihood
-// improving on its start, and the analytic likelihood gradient against finite differences.
+// improving on its start, the analytic likelihood gradient against finite differences, and the
+// additive term carrying a configuration's offset across clocks.
 #include "kareus/search/gaussian_process.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <vector>
 
 #include "kareus/search/random.hpp"
 
@@ -89,6 +92,76 @@ RC_GTEST_PROP(GaussianProcess, LikelihoodGradientMatchesFiniteDifferences, ()) {
     double numeric = (gp.log_marginal_likelihood(hi) - gp.log_marginal_likelihood(lo)) / (2 * eps);
     RC_ASSERT(std::abs(numeric - grad(k)) <= 1e-4 * std::max(1.0, std::abs(numeric)));
   }
+}
+
+RC_GTEST_PROP(GaussianProcess, LikelihoodGradientWithAnAdditiveTermMatchesFiniteDifferences, ()) {
+  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
+  Rng rng(seed);
+  Data d = sample(12, seed);
+  GpFitOptions o;
+  o.additive_feature = 0;
+  o.optimise = false;
+  GaussianProcess gp = GaussianProcess::fit(d.x, d.y, o);
+  GpHyperparameters h;
+  h.length_scales = Eigen::Vector3d(0.2 + rng.uniform(), 0.2 + rng.uniform(), 0.2 + 2 * rng.uniform());
+  h.signal_variance = 0.5 + rng.uniform();
+  h.noise_variance = 1e-3 + 0.1 * rng.uniform();
+  h.additive_length_scale = 0.1 + rng.uniform();
+  h.additive_variance = 0.2 + rng.uniform();
+  Eigen::VectorXd grad;
+  gp.log_marginal_likelihood(h, &grad);
+  RC_ASSERT(grad.size() == 7);
+  const double eps = 1e-5;
+  for (int k = 0; k < 7; ++k) {
+    GpHyperparameters lo = h, hi = h;
+    auto bump = [&](GpHyperparameters& g, double factor) {
+      if (k < 3) g.length_scales(k) *= factor;
+      if (k == 3) g.signal_variance *= factor;
+      if (k == 4) g.noise_variance *= factor;
+      if (k == 5) g.additive_length_scale *= factor;
+      if (k == 6) g.additive_variance *= factor;
+    };
+    bump(hi, std::exp(eps));
+    bump(lo, std::exp(-eps));
+    double numeric = (gp.log_marginal_likelihood(hi) - gp.log_marginal_likelihood(lo)) / (2 * eps);
+    RC_ASSERT(std::abs(numeric - grad(k)) <= 1e-4 * std::max(1.0, std::abs(numeric)));
+  }
+}
+
+// Knobs of the search in miniature: a clock curve every configuration shares plus a per-
+// configuration offset. Configurations 0 and 1 are measured at every clock, configuration 2 at
+// one clock only; the additive clock term carries its offset to the other clocks.
+TEST(GaussianProcess, AnAdditiveClockTermCarriesAConfigurationAcrossClocks) {
+  auto curve = [](double clock) { return 3 * std::exp(-2 * clock) + std::sin(5 * clock); };
+  const std::array<double, 3> offset{0.0, 0.4, -0.6};
+  std::vector<Eigen::RowVectorXd> rows;
+  std::vector<double> ys;
+  auto add = [&](double clock, int config) {
+    Eigen::RowVectorXd r = Eigen::RowVectorXd::Zero(4);
+    r(0) = clock;
+    r(1 + config) = 1.0;  // one-hot configuration
+    rows.push_back(r);
+    ys.push_back(curve(clock) + offset[static_cast<std::size_t>(config)]);
+  };
+  for (int i = 0; i <= 12; ++i) add(i / 12.0, 0), add(i / 12.0, 1);
+  add(0.5, 2);
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(rows.size()), 4);
+  for (std::size_t i = 0; i < rows.size(); ++i) x.row(static_cast<Eigen::Index>(i)) = rows[i];
+  Eigen::VectorXd y = Eigen::Map<Eigen::VectorXd>(ys.data(), static_cast<Eigen::Index>(ys.size()));
+
+  Eigen::MatrixXd probe(4, 4);
+  probe << 0.0, 0, 0, 1, 0.25, 0, 0, 1, 0.75, 0, 0, 1, 1.0, 0, 0, 1;
+  auto error = [&](const GpFitOptions& o) {
+    GpPrediction p = GaussianProcess::fit(x, y, o).predict(probe);
+    double worst = 0;
+    for (Eigen::Index i = 0; i < probe.rows(); ++i) worst = std::max(worst, std::abs(p.mean(i) - (curve(probe(i, 0)) + offset[2])));
+    return worst;
+  };
+  GpFitOptions additive;
+  additive.additive_feature = 0;
+  const double with = error(additive), without = error({});
+  EXPECT_LT(with, 0.1);
+  EXPECT_LT(with, 0.5 * without);
 }
 
 TEST(GaussianProcess, CovarianceWithAPointIsItsVarianceThere) {

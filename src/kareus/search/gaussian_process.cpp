@@ -30,22 +30,33 @@ Eigen::MatrixXd scale_columns(const Eigen::MatrixXd& x, const Eigen::VectorXd& l
   return x * length_scales.cwiseInverse().asDiagonal();
 }
 
-// Parameter vector of the optimiser: log length scales, log signal variance, log noise variance.
-std::vector<double> to_log_params(const GpHyperparameters& h) {
+// Parameter vector of the optimiser: log length scales, log signal variance, log noise variance,
+// then (with an additive term) its log length scale and log variance.
+std::vector<double> to_log_params(const GpHyperparameters& h, bool additive) {
   std::vector<double> p;
   for (Eigen::Index d = 0; d < h.length_scales.size(); ++d) p.push_back(std::log(h.length_scales(d)));
   p.push_back(std::log(h.signal_variance));
   p.push_back(std::log(h.noise_variance));
+  if (additive) {
+    p.push_back(std::log(h.additive_length_scale));
+    p.push_back(std::log(h.additive_variance));
+  }
   return p;
 }
 
-GpHyperparameters from_log_params(const std::vector<double>& p) {
+GpHyperparameters from_log_params(const std::vector<double>& p, bool additive) {
   GpHyperparameters h;
-  auto d = static_cast<Eigen::Index>(p.size() - 2);
+  const std::size_t extra = additive ? 2 : 0;
+  auto d = static_cast<Eigen::Index>(p.size() - 2 - extra);
   h.length_scales.resize(d);
   for (Eigen::Index i = 0; i < d; ++i) h.length_scales(i) = std::exp(p[static_cast<std::size_t>(i)]);
-  h.signal_variance = std::exp(p[p.size() - 2]);
-  h.noise_variance = std::exp(p[p.size() - 1]);
+  const auto n = static_cast<std::size_t>(d);
+  h.signal_variance = std::exp(p[n]);
+  h.noise_variance = std::exp(p[n + 1]);
+  if (additive) {
+    h.additive_length_scale = std::exp(p[n + 2]);
+    h.additive_variance = std::exp(p[n + 3]);
+  }
   return h;
 }
 
@@ -55,11 +66,14 @@ GpHyperparameters clamped(GpHyperparameters h, const GpFitOptions& o) {
   }
   h.signal_variance = std::clamp(h.signal_variance, 1e-3, 1e3);
   h.noise_variance = std::clamp(h.noise_variance, o.min_noise_variance, o.max_noise_variance);
+  h.additive_length_scale = std::clamp(h.additive_length_scale, o.min_length_scale, o.max_length_scale);
+  h.additive_variance = o.additive_feature ? std::clamp(h.additive_variance, 1e-3, 1e3) : 0.0;
   return h;
 }
 
 struct Objective {
   const GaussianProcess* gp;
+  bool additive = false;
   double best = -std::numeric_limits<double>::infinity();
   std::vector<double> best_params;
 };
@@ -67,7 +81,7 @@ struct Objective {
 double objective(const std::vector<double>& p, std::vector<double>& grad, void* data) {
   auto* o = static_cast<Objective*>(data);
   Eigen::VectorXd g;
-  double value = o->gp->log_marginal_likelihood(from_log_params(p), grad.empty() ? nullptr : &g);
+  double value = o->gp->log_marginal_likelihood(from_log_params(p, o->additive), grad.empty() ? nullptr : &g);
   if (!std::isfinite(value)) {
     // A failed factorisation: steer the optimiser away without a gradient to follow.
     std::fill(grad.begin(), grad.end(), 0.0);
@@ -92,6 +106,7 @@ Eigen::VectorXd GpPrediction::covariance_with(Eigen::Index j) const {
   Eigen::VectorXd prior(points_.rows());
   for (Eigen::Index i = 0; i < points_.rows(); ++i) {
     prior(i) = signal_variance_ * matern52((points_.row(i) - points_.row(j)).norm());
+    if (additive_.size() > 0) prior(i) += additive_variance_ * matern52(std::abs(additive_(i) - additive_(j)));
   }
   Eigen::VectorXd c = prior - v_.transpose() * v_.col(j);
   if (scale_.size() == 0) return c;
@@ -111,7 +126,10 @@ GpPrediction GpPrediction::exponentiated() const {
   return p;
 }
 
-GaussianProcess::GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y) : x_(std::move(x)) {
+GaussianProcess::GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y, std::optional<Eigen::Index> additive_feature)
+    : x_(std::move(x)), additive_feature_(additive_feature) {
+  KAREUS_CHECK(!additive_feature_ || (*additive_feature_ >= 0 && *additive_feature_ < x_.cols()),
+               "the GP's additive feature is not one of its features");
   KAREUS_CHECK(x_.rows() == y.size() && x_.rows() >= 1, "GP needs one target per training row");
   KAREUS_CHECK(x_.allFinite() && y.allFinite(), "GP training data must be finite");
   y_mean_ = y.mean();
@@ -129,11 +147,25 @@ GpHyperparameters GaussianProcess::default_hyperparameters(Eigen::Index features
   return h;
 }
 
+Eigen::MatrixXd GaussianProcess::prior_covariance(const Eigen::MatrixXd& points, const GpHyperparameters& h) const {
+  Eigen::MatrixXd k = kernel(scale_columns(x_, h.length_scales), scale_columns(points, h.length_scales), h.signal_variance);
+  if (additive_feature_) {
+    const Eigen::Index f = *additive_feature_;
+    for (Eigen::Index j = 0; j < points.rows(); ++j) {
+      for (Eigen::Index i = 0; i < x_.rows(); ++i) {
+        k(i, j) += h.additive_variance * matern52(std::abs(x_(i, f) - points(j, f)) / h.additive_length_scale);
+      }
+    }
+  }
+  return k;
+}
+
 double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eigen::VectorXd* gradient) const {
   const Eigen::Index n = x_.rows();
   const Eigen::Index d = x_.cols();
   Eigen::MatrixXd xs = scale_columns(x_, h.length_scales);
-  Eigen::MatrixXd k = kernel(xs, xs, h.signal_variance);
+  Eigen::MatrixXd k = prior_covariance(x_, h);
+  Eigen::MatrixXd k_ard = kernel(xs, xs, h.signal_variance);
   k.diagonal().array() += h.noise_variance;
   Eigen::LLT<Eigen::MatrixXd> chol(k);
   if (chol.info() != Eigen::Success) return -std::numeric_limits<double>::infinity();
@@ -144,7 +176,7 @@ double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eige
 
   // d/dθ = ½ tr((ααᵀ − K⁻¹) ∂K/∂θ), θ the log parameters.
   Eigen::MatrixXd w = alpha * alpha.transpose() - chol.solve(Eigen::MatrixXd::Identity(n, n));
-  gradient->setZero(d + 2);
+  gradient->setZero(d + 2 + (additive_feature_ ? 2 : 0));
   for (Eigen::Index j = 0; j < n; ++j) {
     for (Eigen::Index i = j + 1; i < n; ++i) {
       Eigen::ArrayXd diff2 = (xs.row(i) - xs.row(j)).array().square().transpose();
@@ -156,16 +188,28 @@ double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eige
     }
   }
   gradient->head(d) *= 0.5;
-  Eigen::MatrixXd kf = k;
-  kf.diagonal().array() -= h.noise_variance;  // ∂K/∂log σ² = K_f
-  (*gradient)(d) = 0.5 * (w.array() * kf.array()).sum();
+  (*gradient)(d) = 0.5 * (w.array() * k_ard.array()).sum();  // ∂K/∂log σ² = the ARD part
   (*gradient)(d + 1) = 0.5 * h.noise_variance * w.trace();
+  if (additive_feature_) {
+    const Eigen::Index f = *additive_feature_;
+    double g_length = 0, g_variance = 0;
+    for (Eigen::Index j = 0; j < n; ++j) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const double r = std::abs(x_(i, f) - x_(j, f)) / h.additive_length_scale;
+        const double s = kSqrt5 * r;
+        g_variance += w(i, j) * h.additive_variance * matern52(r);
+        g_length += w(i, j) * h.additive_variance * (5.0 / 3.0) * (1.0 + s) * std::exp(-s) * r * r;
+      }
+    }
+    (*gradient)(d + 2) = 0.5 * g_length;
+    (*gradient)(d + 3) = 0.5 * g_variance;
+  }
   return value;
 }
 
 void GaussianProcess::factorise() {
   x_scaled_ = scale_columns(x_, hyper_.length_scales);
-  Eigen::MatrixXd k = kernel(x_scaled_, x_scaled_, hyper_.signal_variance);
+  Eigen::MatrixXd k = prior_covariance(x_, hyper_);
   double jitter = 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
     Eigen::MatrixXd kn = k;
@@ -176,33 +220,40 @@ void GaussianProcess::factorise() {
       alpha_ = chol_.solve(y_);
       return;
     }
-    jitter = jitter == 0 ? 1e-8 * hyper_.signal_variance : jitter * 10;
+    jitter = jitter == 0 ? 1e-8 * (hyper_.signal_variance + hyper_.additive_variance) : jitter * 10;
   }
   throw InternalError("GP kernel matrix is not positive definite even with jitter");
 }
 
 GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpFitOptions& options) {
-  GaussianProcess gp(x, y);
+  GaussianProcess gp(x, y, options.additive_feature);
   const Eigen::Index d = x.cols();
+  const bool additive = options.additive_feature.has_value();
   std::vector<GpHyperparameters> starts;
   if (options.warm_start && options.warm_start->length_scales.size() == d) {
     starts.push_back(clamped(*options.warm_start, options));
   }
+  GpHyperparameters defaults = default_hyperparameters(d);
+  if (additive) {
+    // Start with the variance split evenly between the shared and the joint parts.
+    defaults.signal_variance = defaults.additive_variance = 0.5;
+  }
   if (!options.optimise) {
-    gp.hyper_ = starts.empty() ? default_hyperparameters(d) : starts.front();
+    gp.hyper_ = starts.empty() ? clamped(defaults, options) : starts.front();
     gp.factorise();
     return gp;
   }
-  starts.push_back(default_hyperparameters(d));
+  starts.push_back(defaults);
   if (!options.warm_start) {
     for (double scale : {0.15, 2.0}) {
-      GpHyperparameters h = default_hyperparameters(d);
+      GpHyperparameters h = defaults;
       h.length_scales.setConstant(scale);
       starts.push_back(h);
     }
   }
 
-  std::vector<double> lower(static_cast<std::size_t>(d + 2)), upper(static_cast<std::size_t>(d + 2));
+  const auto params = static_cast<std::size_t>(d + 2 + (additive ? 2 : 0));
+  std::vector<double> lower(params), upper(params);
   for (std::size_t i = 0; i < static_cast<std::size_t>(d); ++i) {
     lower[i] = std::log(options.min_length_scale);
     upper[i] = std::log(options.max_length_scale);
@@ -211,17 +262,23 @@ GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::Vect
   upper[static_cast<std::size_t>(d)] = std::log(1e3);
   lower[static_cast<std::size_t>(d + 1)] = std::log(options.min_noise_variance);
   upper[static_cast<std::size_t>(d + 1)] = std::log(options.max_noise_variance);
+  if (additive) {
+    lower[static_cast<std::size_t>(d + 2)] = std::log(options.min_length_scale);
+    upper[static_cast<std::size_t>(d + 2)] = std::log(options.max_length_scale);
+    lower[static_cast<std::size_t>(d + 3)] = std::log(1e-3);
+    upper[static_cast<std::size_t>(d + 3)] = std::log(1e3);
+  }
 
-  Objective best{&gp, -std::numeric_limits<double>::infinity(), {}};
+  Objective best{&gp, additive, -std::numeric_limits<double>::infinity(), {}};
   for (const GpHyperparameters& start : starts) {
-    Objective run{&gp, -std::numeric_limits<double>::infinity(), {}};
-    nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(d + 2));
+    Objective run{&gp, additive, -std::numeric_limits<double>::infinity(), {}};
+    nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(params));
     opt.set_lower_bounds(lower);
     opt.set_upper_bounds(upper);
     opt.set_max_objective(objective, &run);
     opt.set_maxeval(options.max_evaluations);
     opt.set_ftol_rel(1e-7);
-    std::vector<double> p = to_log_params(clamped(start, options));
+    std::vector<double> p = to_log_params(clamped(start, options), additive);
     double value = 0;
     try {
       opt.optimize(p, value);
@@ -233,7 +290,7 @@ GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::Vect
       best.best_params = run.best_params;
     }
   }
-  gp.hyper_ = best.best_params.empty() ? default_hyperparameters(d) : from_log_params(best.best_params);
+  gp.hyper_ = best.best_params.empty() ? clamped(defaults, options) : from_log_params(best.best_params, additive);
   gp.factorise();
   return gp;
 }
@@ -242,12 +299,17 @@ GpPrediction GaussianProcess::predict(const Eigen::MatrixXd& points) const {
   KAREUS_CHECK(points.cols() == x_.cols(), "GP prediction points have the wrong number of features");
   GpPrediction p;
   p.points_ = scale_columns(points, hyper_.length_scales);
-  Eigen::MatrixXd ks = kernel(x_scaled_, p.points_, hyper_.signal_variance);
+  Eigen::MatrixXd ks = prior_covariance(points, hyper_);
   p.mean_ = (ks.transpose() * alpha_).array() * y_scale_ + y_mean_;
   p.v_ = chol_.matrixL().solve(ks);
   const double scale2 = y_scale_ * y_scale_;
-  p.variance_ = ((hyper_.signal_variance - p.v_.colwise().squaredNorm().array()).max(0.0) * scale2).matrix();
+  p.variance_ = ((hyper_.signal_variance + hyper_.additive_variance - p.v_.colwise().squaredNorm().array()).max(0.0) *
+                 scale2).matrix();
   p.signal_variance_ = hyper_.signal_variance * scale2;
+  if (additive_feature_) {
+    p.additive_ = points.col(*additive_feature_) / hyper_.additive_length_scale;
+    p.additive_variance_ = hyper_.additive_variance * scale2;
+  }
   p.noise_variance_ = hyper_.noise_variance * scale2;
   // covariance_with() works in the target's units: fold the scale into v.
   p.v_ *= y_scale_;

@@ -24,6 +24,9 @@ struct GpHyperparameters {
   Eigen::VectorXd length_scales;  // one per feature
   double signal_variance = 1.0;
   double noise_variance = 1e-4;
+  // The additive term (see GpFitOptions::additive_feature); its variance is 0 when there is none.
+  double additive_length_scale = 0.5;
+  double additive_variance = 0.0;
 };
 
 struct GpFitOptions {
@@ -35,6 +38,11 @@ struct GpFitOptions {
   double max_length_scale = 30.0;
   double min_noise_variance = 1e-8;  // of the standardised target
   double max_noise_variance = 0.5;
+  // Adds to the ARD kernel a Matérn-5/2 term over this feature alone: the target becomes a shared
+  // effect of that feature plus the joint ARD part, g(x_k) + h(x). The search uses it for the
+  // clock, whose effect every knob shares, so that one measurement of a configuration (SMs, slot)
+  // at one clock informs that configuration at the other clocks.
+  std::optional<Eigen::Index> additive_feature;
 };
 
 // Predictive mean and variance (of the latent function, in the target's units) at some points,
@@ -62,6 +70,8 @@ class GpPrediction {
   Eigen::MatrixXd points_;  // the predicted points (rows), scaled by the length scales
   Eigen::MatrixXd v_;       // L⁻¹ K(train, points)
   double signal_variance_ = 1;  // in the target's units²
+  Eigen::VectorXd additive_;     // the additive feature of the predicted points over its length scale (empty = none)
+  double additive_variance_ = 0;  // in the target's units²
   double noise_variance_ = 0;
   Eigen::VectorXd scale_;  // per-point factor on covariances (empty = 1), see exponentiated()
 };
@@ -85,7 +95,9 @@ class GaussianProcess {
   static GpHyperparameters default_hyperparameters(Eigen::Index features);
 
  private:
-  GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y);
+  GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y, std::optional<Eigen::Index> additive_feature);
+  // The prior covariance matrix (without noise) under h between rows of x_ and of `points`.
+  Eigen::MatrixXd prior_covariance(const Eigen::MatrixXd& points, const GpHyperparameters& h) const;
   void factorise();
 
   Eigen::MatrixXd x_;
@@ -93,6 +105,7 @@ class GaussianProcess {
   double y_mean_ = 0;
   double y_scale_ = 1;
   GpHyperparameters hyper_;
+  std::optional<Eigen::Index> additive_feature_;
   Eigen::MatrixXd x_scaled_;  // x_ with each column divided by its length scale
   Eigen::LLT<Eigen::MatrixXd> chol_;
   Eigen::VectorXd alpha_;  // K⁻¹ y

@@ -152,6 +152,7 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
     y_energy(row) = state.measurement(measured[r]).effective_energy_j;
   }
   GpFitOptions time_fit = options_.gp, energy_fit = options_.gp;
+  if (options_.additive_clock && space.has_collective()) time_fit.additive_feature = energy_fit.additive_feature = 0;
   if (time_model_) time_fit.warm_start = time_model_->hyperparameters();
   if (energy_model_) energy_fit.warm_start = energy_model_->hyperparameters();
   const bool log_time = options_.log_targets && (y_time.array() > 0).all();

@@ -129,6 +129,11 @@ struct MoboOptions {
   // Model log(time) and log(effective energy) (when every observation is positive): clock and
   // SM effects become closer to additive, which the GP's kernel captures better.
   bool log_targets = true;
+  // Give the surrogates a term of the clock alone beside the joint ARD kernel (see
+  // GpFitOptions::additive_feature): a configuration (SMs, slot) measured at one clock then informs
+  // its other clocks, which is what a frontier made of one configuration swept over the clocks
+  // needs. Only for partitions with a collective (otherwise the clock is the only feature).
+  bool additive_clock = true;
   // Stop when the predicted relative hypervolume improvement stays below this for two batches.
   std::optional<double> stop_threshold;
   GpFitOptions gp;
