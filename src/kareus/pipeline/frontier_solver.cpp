@@ -1,12 +1,11 @@
 #include "kareus/pipeline/frontier_solver.hpp"
 
 #include <fmt/format.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -494,31 +493,24 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // the options' convex hull; this recovers discrete combinations between its plans. From the
   // second round on only plans entered by a faster option are expanded: the gains there come from
   // slowing other instructions into the slack the faster one frees, while chains of slower options
-  // only fill in between points already on the front. A round's plans are expanded in parallel
-// against the front as the round found it; their moves are then offered in order.
+  // only fill in between points already on the front.
   std::vector<double> pending;
   for (const auto& [time, point] : front) pending.push_back(time);
   for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
-    std::vector<FrontierPoint> origins;
-    for (double t : pending) {
-      if (auto it = front.find(t); it != front.end()) origins.push_back(it->second);
-    }
-    std::vector<std::vector<FrontierSolver::Move>> moves(origins.size());
-    tbb::parallel_for(std::size_t{0}, origins.size(),
-                      [&](std::size_t k) { moves[k] = solver.neighbours(origins[k], dominated); });
     std::vector<double> entered;
-    for (std::size_t k = 0; k < origins.size(); ++k) {
-      for (const FrontierSolver::Move& m : moves[k]) {
-        if (dominated(m.time_s, m.energy_j)) continue;
-        FrontierPoint q = origins[k];
+    for (double t : pending) {
+      auto it = front.find(t);
+      if (it == front.end()) continue;  // dominated since
+      const FrontierPoint origin = it->second;  // a neighbour may dominate it out of the front
+      for (const FrontierSolver::Move& m : solver.neighbours(origin, dominated)) {
+        FrontierPoint q = origin;
         q.assignment[m.node] = m.option;
         q.time_s = m.time_s;
         q.energy_j = m.energy_j;
-        offer(std::move(q));
-        if (m.time_s < origins[k].time_s) entered.push_back(m.time_s);
+        if (offer(std::move(q)) && m.time_s < origin.time_s) entered.push_back(m.time_s);
       }
     }
-    result.stats.local_search_expansions += static_cast<long>(origins.size());
+    result.stats.local_search_expansions += static_cast<long>(pending.size());
     pending = std::move(entered);
   }
   for (auto& [time, point] : front) result.points.push_back(std::move(point));
