@@ -93,8 +93,12 @@ int run_frontier(const FrontierFlags& flags) {
     last_report = now;
     double total = std::max(1e-12, p.stats->initial_time_s - p.stats->fastest_time_s);
     double pct = 100.0 * (p.stats->initial_time_s - p.planned_time_s) / total;
-    std::string line = fmt::format("frontier: step {} ({:.0f}% of the way to the fastest plan), {} max-flow solves",
-                                   p.steps, std::min(100.0, pct), p.stats->cut_computations);
+    std::string line =
+        p.local_search_round == 0
+            ? fmt::format("frontier: step {} ({:.0f}% of the way to the fastest plan), {} max-flow solves", p.steps,
+                          std::min(100.0, pct), p.stats->cut_computations)
+            : fmt::format("frontier: local search round {}, {} of {} plans expanded", p.local_search_round,
+                          p.expanded, p.to_expand);
     std::fprintf(stderr, tty ? "\r%s" : "%s\n", line.c_str());
     reported = true;
   };
@@ -114,9 +118,10 @@ int run_frontier(const FrontierFlags& flags) {
     fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "lowest energy", frugal.time_s, frugal.energy_j);
-    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {:.3f} s\n",
+    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {} local search "
+               "expansions, {:.3f} s\n",
                frontier.points.size(), frontier.total_points, frontier.stats.steps,
-               frontier.stats.cut_computations, solve_s);
+               frontier.stats.cut_computations, frontier.stats.local_search_expansions, solve_s);
   }
 
   if (!flags.out.empty()) {

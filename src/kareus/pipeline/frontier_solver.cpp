@@ -498,8 +498,11 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   for (const auto& [time, point] : front) pending.push_back(time);
   for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
     std::vector<double> entered;
-    for (double t : pending) {
-      auto it = front.find(t);
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+      if (progress && k % 256 == 0) {
+        progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, k, pending.size()});
+      }
+      auto it = front.find(pending[k]);
       if (it == front.end()) continue;  // dominated since
       const FrontierPoint origin = it->second;  // a neighbour may dominate it out of the front
       for (const FrontierSolver::Move& m : solver.neighbours(origin, dominated)) {

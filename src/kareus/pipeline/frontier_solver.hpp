@@ -152,6 +152,9 @@ struct SolverProgress {
   long steps = 0;
   double planned_time_s = 0;
   const SolverStats* stats = nullptr;
+  // During the local search (round >= 1): plans of this round expanded so far, of how many.
+  int local_search_round = 0;
+  std::size_t expanded = 0, to_expand = 0;
 };
 
 struct Frontier {
@@ -163,7 +166,7 @@ struct Frontier {
 // Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by
 // `local_search_rounds` rounds of Pareto local search (plans found there keep the planned time
 // and model energy of the step they descend from). `progress`, when set, is called about every
-// 256 steps.
+// 256 steps and every 256 local search expansions.
 Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress = {});
