@@ -54,6 +54,20 @@ class InstructionDag {
     return finish;
   }
 
+  // Longest path after every node's finish to the end (0 for nodes without successors); a node is
+  // critical when its earliest finish plus this equals the makespan.
+  template <typename T>
+  std::vector<T> longest_after(std::span<const T> durations) const {
+    std::vector<T> after(num_nodes(), T{});
+    for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
+      for (std::size_t e = succ_offset_[*it]; e < succ_offset_[*it + 1]; ++e) {
+        const std::size_t w = edge_to_[e];
+        after[*it] = std::max(after[*it], durations[w] + after[w]);
+      }
+    }
+    return after;
+  }
+
   template <typename T>
   T makespan(std::span<const T> durations) const {
     auto finish = earliest_finish(durations);

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -259,22 +259,15 @@ bool FrontierSolver::step() {
   KAREUS_CHECK(n == 0 || *std::max_element(finish.begin(), finish.end()) == makespan,
                fmt::format("a Phillips–Dessouky step left the makespan at {} units instead of {}",
                            *std::max_element(finish.begin(), finish.end()), makespan));
-  std::vector<long> latest_finish(n, makespan);
-  auto order = dag_.topological_order();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    std::size_t v = *it;
-    for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
-      std::size_t w = dag_.edge_to(e);
-      latest_finish[v] = std::min(latest_finish[v], latest_finish[w] - durations_[w]);
-    }
-  }
+  std::vector<long> after = dag_.longest_after<long>(durations_);
+  auto critical = [&](std::size_t v) { return finish[v] + after[v] == makespan; };
 
   // Switch on the critical sub-DAG: instructions without float, and the tight edges between them.
   std::fill(active_.begin(), active_.end(), 0);
   std::fill(lower_.begin(), lower_.end(), 0);
   std::fill(upper_.begin(), upper_.end(), FlowNetwork::kUnbounded);
   for (std::size_t v = 0; v < n; ++v) {
-    if (finish[v] != latest_finish[v]) continue;
+    if (!critical(v)) continue;
     active_[v] = 1;
     lower_[v] = lower(v);
     upper_[v] = upper(v);
@@ -282,7 +275,7 @@ bool FrontierSolver::step() {
     active_[2 * n + v] = finish[v] == makespan;
     for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
       std::size_t w = dag_.edge_to(e);
-      active_[3 * n + e] = finish[w] == latest_finish[w] && finish[v] == finish[w] - durations_[w];
+      active_[3 * n + e] = critical(w) && finish[v] == finish[w] - durations_[w];
     }
   }
 
@@ -411,14 +404,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
     sum_effective += c.options()[at[v]].effective_energy_j;
   }
   std::vector<double> finish = dag_.earliest_finish<double>(time);
-  std::vector<double> tail(n, 0.0);  // longest path from a node's finish to the end
-  auto order = dag_.topological_order();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    for (std::size_t e = dag_.successor_begin(*it); e < dag_.successor_begin(*it + 1); ++e) {
-      std::size_t w = dag_.edge_to(e);
-      tail[*it] = std::max(tail[*it], time[w] + tail[w]);
-    }
-  }
+  std::vector<double> tail = dag_.longest_after<double>(time);
   const double makespan = n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
   const double idle_power_w = options_.p_blocking_w * table_.num_stages();
   std::vector<Move> moves;
@@ -494,6 +480,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // second round on only plans entered by a faster option are expanded: the gains there come from
   // slowing other instructions into the slack the faster one frees, while chains of slower options
   // only fill in between points already on the front.
+  long expansions = 0;
   std::vector<double> pending;
   for (const auto& [time, point] : front) pending.push_back(time);
   for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
@@ -513,11 +500,10 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
         if (offer(std::move(q)) && m.time_s < origin.time_s) entered.push_back(m.time_s);
       }
     }
-    result.stats.local_search_expansions += static_cast<long>(pending.size());
+    expansions += static_cast<long>(pending.size());
     pending = std::move(entered);
   }
   for (auto& [time, point] : front) result.points.push_back(std::move(point));
-  const long expansions = result.stats.local_search_expansions;
   result.stats = solver.stats();
   result.stats.local_search_expansions = expansions;
   return result;

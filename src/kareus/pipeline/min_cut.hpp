@@ -8,8 +8,8 @@
 // min_cut.cpp); the cut is the set of vertices reachable from the source in the residual network.
 //
 // MinCutSolver fixes a topology once and solves it for many sets of bounds, with some arcs switched
-// off, without rebuilding the graph: the pipeline solver's critical sub-DAG is a changing subset of
-// one fixed DAG.
+// off: the pipeline solver's critical sub-DAG is a changing subset of one fixed DAG. Each solve works
+// on the arcs switched on and starts from the previous maximum flow.
 //
 // Thread-safety: a MinCutSolver is not thread-safe; use one per thread.
 // Example:
