@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "kareus/core/error.hpp"
 #include "test_tables.hpp"
@@ -126,6 +127,45 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
         TimeEnergy truth = evaluate_assignment(table, solver.dag(), moved, p);
         RC_ASSERT(std::abs(truth.time_s - m.time_s) < 1e-9);
         RC_ASSERT(std::abs(truth.energy_j - m.energy_j) < 1e-6);
+      }
+    }
+  }
+}
+
+// The faster moves are found through the instructions every critical path runs through and the
+// longest path avoiding each; brute force over every instruction must find no move they miss.
+RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryFasterMoveThatShortensTheIteration, ()) {
+  const int stages = *rc::gen::inRange(1, 4);
+  const int microbatches = *rc::gen::inRange(1, 6);
+  OptionTable table = *testing::random_table(stages, 1, 6);
+  auto kind = *rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe);
+  auto schedule = PipelineSchedule::make(kind, stages, microbatches);
+  const double p = 60;
+  FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
+  const InstructionDag& dag = solver.dag();
+  std::vector<OperationCost> costs;  // per (stage, type), as the solver builds them
+  for (int s = 0; s < stages; ++s) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      costs.emplace_back(table.at(s, type), p, 1e-3, CostModelKind::kHull, "test");
+    }
+  }
+  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
+    for (const FrontierPoint& plan : plans) {
+      const double time_s = evaluate_assignment(table, dag, plan.assignment, p).time_s;
+      std::set<std::pair<std::size_t, std::uint16_t>> offered;
+      for (const FrontierSolver::Move& m : solver.neighbours(plan, [](double, double) { return false; })) {
+        offered.emplace(m.node, m.option);
+      }
+      for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
+        const Instruction& ins = dag.instruction(v);
+        const OperationCost& c = costs[static_cast<std::size_t>(ins.stage) * 2 + static_cast<std::size_t>(ins.type)];
+        const std::size_t at = c.candidate_of(plan.assignment[v]);
+        if (at == 0) continue;
+        std::vector<std::uint16_t> moved = plan.assignment;
+        moved[v] = static_cast<std::uint16_t>(c.options()[at - 1].option);
+        if (evaluate_assignment(table, dag, moved, p).time_s < time_s * (1 - 1e-9)) {
+          RC_ASSERT(offered.contains({v, moved[v]}));
+        }
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -53,63 +54,78 @@ double reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>
   return n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
 }
 
-// For each of `nodes`, the length of the longest path of the DAG that avoids it, given each
-// node's earliest finish, duration and longest path after it (`tail`). Take the earliest-start
-// schedule and the middle m of v's run: every path crosses time m, either inside one of its
+// For each of `nodes` (whose runs in the earliest-start schedule are disjoint, in time order, as
+// those of the nodes every longest path runs through are), the length of the longest path of the
+// DAG that avoids it, given each node's earliest finish, duration and longest path after it
+// (`tail`). Take the middle m of v's run: every path crosses time m, either inside one of its
 // instructions or in a wait on one of its edges, or it ends before m. An instruction running at m,
 // an edge waiting across m, or a path ending before m cannot share a path with v (precedence would
 // put them wholly before or after v's run), so the longest paths through them avoid v, and they
-// bound every path that does. One sweep over m answers all nodes. Paths no longer than `floor`
-// are left out (the answer is then at most `floor`, where it would have been below it anyway).
+// bound every path that does. Each such span [from, to) covers a run of consecutive middles and
+// raises their answers to its path's length: range updates gathered in a sparse table, read once.
+// Paths no longer than `floor` are left out (the answer is then at most `floor`, where it would
+// have been below it anyway).
 std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
                                      std::span<const double> time, std::span<const double> tail,
                                      std::span<const std::size_t> nodes, double floor) {
-  struct Span {
-    double from, to, length;  // crosses every m in [from, to) and lies on a path of that length
-    std::size_t node;          // the instruction it is, or kNoNode
+  const std::size_t k = nodes.size();
+  std::vector<double> middle(k);
+  for (std::size_t i = 0; i < k; ++i) middle[i] = finish[nodes[i]] - time[nodes[i]] / 2;
+  // best[p][i]: the longest span over nodes i .. i + 2^p − 1, pushed down to level 0 at the end.
+  std::size_t levels = 1;
+  while ((std::size_t{1} << levels) <= k) ++levels;
+  std::vector<std::vector<double>> best(levels, std::vector<double>(k, floor));
+  auto raise = [&](double from, double to, double length, std::size_t own) {
+    auto first = static_cast<std::size_t>(std::lower_bound(middle.begin(), middle.end(), from) - middle.begin());
+    auto last = static_cast<std::size_t>(std::lower_bound(middle.begin() + static_cast<long>(first), middle.end(), to) -
+                                         middle.begin());
+    if (first == last || (last == first + 1 && nodes[first] == own)) return;  // v's own run
+    const std::size_t p = static_cast<std::size_t>(std::bit_width(last - first)) - 1;
+    best[p][first] = std::max(best[p][first], length);
+    best[p][last - (std::size_t{1} << p)] = std::max(best[p][last - (std::size_t{1} << p)], length);
   };
   constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
   const double never = std::numeric_limits<double>::infinity();
-  std::vector<Span> spans;
   for (std::size_t u = 0; u < dag.num_nodes(); ++u) {
     if (finish[u] + tail[u] <= floor) continue;  // so is every path through u
-    spans.push_back({finish[u] - time[u], finish[u], finish[u] + tail[u], u});
-    if (dag.successor_begin(u) == dag.successor_begin(u + 1)) spans.push_back({finish[u], never, finish[u], kNoNode});
+    raise(finish[u] - time[u], finish[u], finish[u] + tail[u], u);
+    if (dag.successor_begin(u) == dag.successor_begin(u + 1)) raise(finish[u], never, finish[u], kNoNode);
     for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) {
       const std::size_t w = dag.edge_to(e);
       const double w_start = finish[w] - time[w], length = finish[u] + time[w] + tail[w];
-      if (finish[u] < w_start && length > floor) spans.push_back({finish[u], w_start, length, kNoNode});
+      if (finish[u] < w_start && length > floor) raise(finish[u], w_start, length, kNoNode);
     }
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
-  std::vector<std::size_t> order(nodes.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  auto middle = [&](std::size_t k) { return finish[nodes[k]] - time[nodes[k]] / 2; };
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return middle(a) < middle(b); });
-  // Max-heap of the spans entered so far, by length; those that ended are dropped lazily.
-  auto shorter = [&](std::size_t a, std::size_t b) { return spans[a].length < spans[b].length; };
-  std::vector<std::size_t> heap;
-  std::vector<double> out(nodes.size(), floor);
-  std::size_t next = 0;
-  for (std::size_t k : order) {
-    const double m = middle(k);
-    for (; next < spans.size() && spans[next].from <= m; ++next) {
-      heap.push_back(next);
-      std::push_heap(heap.begin(), heap.end(), shorter);
-    }
-    std::vector<std::size_t> own;  // v's own span, set aside while reading the maximum
-    while (!heap.empty() && (spans[heap.front()].to <= m || spans[heap.front()].node == nodes[k])) {
-      if (spans[heap.front()].node == nodes[k]) own.push_back(heap.front());
-      std::pop_heap(heap.begin(), heap.end(), shorter);
-      heap.pop_back();
-    }
-    out[k] = heap.empty() ? floor : spans[heap.front()].length;
-    for (std::size_t s : own) {
-      heap.push_back(s);
-      std::push_heap(heap.begin(), heap.end(), shorter);
+  for (std::size_t p = levels - 1; p > 0; --p) {
+    const std::size_t half = std::size_t{1} << (p - 1);
+    for (std::size_t i = 0; i + (std::size_t{1} << p) <= k; ++i) {
+      best[p - 1][i] = std::max(best[p - 1][i], best[p][i]);
+      best[p - 1][i + half] = std::max(best[p - 1][i + half], best[p][i]);
     }
   }
-  return out;
+  return std::move(best[0]);
+}
+
+// The nodes of `critical` (every node on some longest path) that every longest path runs through.
+// A longest path has no waits, so at the middle m of v's run it runs some instruction; if it avoids
+// v, that instruction's run contains m (on one path with v it would lie wholly before or after).
+// So v is on every longest path exactly when no other node of `critical` runs at m.
+std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<const double> time,
+                                     std::vector<std::size_t> critical) {
+  auto start = [&](std::size_t v) { return finish[v] - time[v]; };
+  std::sort(critical.begin(), critical.end(), [&](std::size_t a, std::size_t b) {
+    return start(a) < start(b) || (start(a) == start(b) && finish[a] < finish[b]);
+  });
+  std::vector<std::size_t> result;
+  double latest_finish = -std::numeric_limits<double>::infinity();  // of the nodes before k
+  for (std::size_t k = 0; k < critical.size(); ++k) {
+    const std::size_t v = critical[k];
+    const double middle = finish[v] - time[v] / 2;
+    const bool covered = latest_finish >= middle || (k + 1 < critical.size() && start(critical[k + 1]) <= middle);
+    if (!covered) result.push_back(v);
+    latest_finish = std::max(latest_finish, finish[v]);
+  }
+  return result;
 }
 
 // The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
@@ -424,16 +440,21 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
     }
   }
   // One option faster: every path through v shortens, so the new makespan is the larger of
-  // makespan − saving and the longest path avoiding v (longest_avoiding). That pays only when v is
-  // critical.
+  // makespan − saving and the longest path avoiding v (longest_avoiding). That pays only when every
+  // critical path runs through v.
   const double tolerance = 1e-12 * makespan;
+  std::vector<std::size_t> on_critical_path;
+  for (std::size_t v = 0; v < n; ++v) {
+    if (finish[v] + tail[v] >= makespan - tolerance) on_critical_path.push_back(v);
+  }
   std::vector<std::size_t> critical;
   double largest_saving = 0;
-  for (std::size_t v = 0; v < n; ++v) {
-    if (at[v] == 0 || finish[v] + tail[v] < makespan - tolerance) continue;
+  for (std::size_t v : bottlenecks(finish, time, on_critical_path)) {
+    if (at[v] == 0) continue;
     critical.push_back(v);
     largest_saving = std::max(largest_saving, time[v] - costs_[cost_of_[v]].options()[at[v] - 1].time_s);
   }
+  if (critical.empty()) return moves;
   std::vector<double> avoiding =
       longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving);
   for (std::size_t k = 0; k < critical.size(); ++k) {
