@@ -1,6 +1,7 @@
 #include "kareus/pipeline/frontier_solver.hpp"
 
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <bit>
@@ -428,8 +429,12 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
     return sum_effective - costs_[cost_of_[v]].options()[at[v]].effective_energy_j + to.effective_energy_j +
            idle_power_w * new_makespan;
   };
+  // A move no faster and no more frugal than the plan itself is dominated by it, or by what
+  // dominates it; that saves most lookups in the front.
+  const double plan_energy = sum_effective + idle_power_w * makespan;
   auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
     double energy = energy_of(v, to, new_makespan);
+    if (new_makespan >= makespan && energy >= plan_energy) return;
     if (!dominated(new_makespan, energy)) moves.push_back({v, static_cast<std::uint16_t>(to.option), new_makespan, energy});
   };
   // One option slower: only the paths through v grow, so the new makespan is immediate.
@@ -501,24 +506,38 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // second round on only plans entered by a faster option are expanded: the gains there come from
   // slowing other instructions into the slack the faster one frees, while chains of slower options
   // only fill in between points already on the front.
+  //
+  // Plans are expanded in chunks: a chunk's neighbours are found in parallel against the front as
+  // it stood before the chunk, then offered in order, so the result does not depend on the number
+  // of threads and only one chunk of plans is copied at a time.
+  constexpr std::size_t kChunk = 64;
   long expansions = 0;
   std::vector<double> pending;
   for (const auto& [time, point] : front) pending.push_back(time);
   for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
     std::vector<double> entered;
-    for (std::size_t k = 0; k < pending.size(); ++k) {
-      if (progress && k % 256 == 0) {
-        progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, k, pending.size()});
+    std::vector<FrontierPoint> origins;
+    std::vector<std::vector<FrontierSolver::Move>> moves;
+    for (std::size_t first = 0; first < pending.size(); first += kChunk) {
+      if (progress) {
+        progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, first, pending.size()});
       }
-      auto it = front.find(pending[k]);
-      if (it == front.end()) continue;  // dominated since
-      const FrontierPoint origin = it->second;  // a neighbour may dominate it out of the front
-      for (const FrontierSolver::Move& m : solver.neighbours(origin, dominated)) {
-        FrontierPoint q = origin;
-        q.assignment[m.node] = m.option;
-        q.time_s = m.time_s;
-        q.energy_j = m.energy_j;
-        if (offer(std::move(q)) && m.time_s < origin.time_s) entered.push_back(m.time_s);
+      origins.clear();
+      for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
+        auto it = front.find(pending[k]);
+        if (it != front.end()) origins.push_back(it->second);  // else dominated since
+      }
+      moves.assign(origins.size(), {});
+      tbb::parallel_for(std::size_t{0}, origins.size(),
+                        [&](std::size_t k) { moves[k] = solver.neighbours(origins[k], dominated); });
+      for (std::size_t k = 0; k < origins.size(); ++k) {
+        for (const FrontierSolver::Move& m : moves[k]) {
+          FrontierPoint q = origins[k];
+          q.assignment[m.node] = m.option;
+          q.time_s = m.time_s;
+          q.energy_j = m.energy_j;
+          if (offer(std::move(q)) && m.time_s < origins[k].time_s) entered.push_back(m.time_s);
+        }
       }
     }
     expansions += static_cast<long>(pending.size());

@@ -166,7 +166,7 @@ struct Frontier {
 // Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by
 // `local_search_rounds` rounds of Pareto local search (plans found there keep the planned time
 // and model energy of the step they descend from). `progress`, when set, is called about every
-// 256 steps and every 256 local search expansions.
+// 256 steps and every 64 local search expansions.
 Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress = {});
