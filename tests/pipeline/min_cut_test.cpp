@@ -72,19 +72,18 @@ RC_GTEST_PROP(MinCut, SolverReusedAcrossBoundsMatchesFreshSolves, ()) {
   for (int round = 0; round < rounds; ++round) {
     FlowNetwork sub = net;
     sub.arcs.clear();
-    std::vector<std::int64_t> lower, upper;
-    std::vector<std::uint8_t> active;
-    for (const FlowArc& a : net.arcs) {
+    std::vector<ActiveArc> active;
+    for (std::size_t k = 0; k < net.arcs.size(); ++k) {
+      const FlowArc& a = net.arcs[k];
       bool on = *rc::gen::inRange(0, 4) != 0;
       std::int64_t up = *rc::gen::inRange<std::int64_t>(0, 40);
       std::int64_t lo = *rc::gen::inRange<std::int64_t>(0, up + 1);
       if (a.upper == FlowNetwork::kUnbounded) up = FlowNetwork::kUnbounded;
-      lower.push_back(lo);
-      upper.push_back(up);
-      active.push_back(on);
-      if (on) sub.arcs.push_back({a.from, a.to, lo, up});
+      if (!on) continue;
+      active.push_back({k, lo, up});
+      sub.arcs.push_back({a.from, a.to, lo, up});
     }
-    MinCut cut = solver.solve(lower, upper, active);
+    MinCut cut = solver.solve(active);
     std::int64_t expected = brute_force_min_cut(sub);
     RC_ASSERT(cut.bounded == (expected != FlowNetwork::kUnbounded));
     if (cut.bounded) {

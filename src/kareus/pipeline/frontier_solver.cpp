@@ -188,10 +188,6 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
   for (const Instruction& ins : dag_.instructions()) cost_of_.push_back(cost_index(ins));
   build_model(options.unit_time_s);
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) durations_.push_back(costs_[cost_of_[v]].max_units());
-  const std::size_t num_arcs = 3 * dag_.num_nodes() + dag_.num_edges();
-  lower_.resize(num_arcs);
-  upper_.resize(num_arcs);
-  active_.resize(num_arcs);
   makespan_ = dag_.makespan<long>(durations_);
   std::vector<double> fastest;
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) fastest.push_back(costs_[cost_of_[v]].options()[0].time_s);
@@ -280,37 +276,34 @@ bool FrontierSolver::step() {
   auto critical = [&](std::size_t v) { return finish[v] + after[v] == makespan; };
 
   // Switch on the critical sub-DAG: instructions without float, and the tight edges between them.
-  std::fill(active_.begin(), active_.end(), 0);
-  std::fill(lower_.begin(), lower_.end(), 0);
-  std::fill(upper_.begin(), upper_.end(), FlowNetwork::kUnbounded);
+  active_.clear();
   for (std::size_t v = 0; v < n; ++v) {
     if (!critical(v)) continue;
-    active_[v] = 1;
-    lower_[v] = lower(v);
-    upper_[v] = upper(v);
-    active_[n + v] = finish[v] == durations_[v];
-    active_[2 * n + v] = finish[v] == makespan;
+    active_.push_back({v, lower(v), upper(v)});
+    if (finish[v] == durations_[v]) active_.push_back({n + v, 0, FlowNetwork::kUnbounded});
+    if (finish[v] == makespan) active_.push_back({2 * n + v, 0, FlowNetwork::kUnbounded});
     for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
       std::size_t w = dag_.edge_to(e);
-      active_[3 * n + e] = critical(w) && finish[v] == finish[w] - durations_[w];
+      if (critical(w) && finish[v] == finish[w] - durations_[w]) {
+        active_.push_back({3 * n + e, 0, FlowNetwork::kUnbounded});
+      }
     }
   }
 
   // An unchanged network has the same minimum cut: reuse the last decision without a max flow.
-  if (force_cut_ || active_ != last_active_ || lower_ != last_lower_ || upper_ != last_upper_) {
+  if (force_cut_ || active_ != last_active_) {
     force_cut_ = false;
-    MinCut cut = cut_solver_.solve(lower_, upper_, active_);
+    MinCut cut = cut_solver_.solve(active_);
     ++stats_.cut_computations;
-    last_active_ = active_;
-    last_lower_ = lower_;
-    last_upper_ = upper_;
+    std::swap(last_active_, active_);
     last_decision_ = {};
     if (!cut.bounded) return false;
-    for (std::size_t v = 0; v < n; ++v) {
-      if (!active_[v]) continue;
+    for (const ActiveArc& a : last_active_) {
+      if (a.arc >= n) continue;  // not an instruction
+      const std::size_t v = a.arc;
       bool tail = cut.source_side[2 + 2 * v], head = cut.source_side[3 + 2 * v];
       if (tail && !head) last_decision_.shorten.push_back(v);
-      if (!tail && head && lower_[v] > 0) last_decision_.lengthen.push_back(v);
+      if (!tail && head && a.lower > 0) last_decision_.lengthen.push_back(v);
     }
   }
   if (last_decision_.shorten.empty()) return false;

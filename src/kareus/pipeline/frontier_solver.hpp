@@ -135,10 +135,7 @@ class FrontierSolver {
   // v is the arc 2+2v -> 3+2v; arcs: N instruction arcs, N start arcs, N end arcs, then one
   // zero-length arc per DAG edge. Each step switches on the critical ones.
   MinCutSolver cut_solver_;
-  std::vector<std::int64_t> lower_, upper_;
-  std::vector<std::uint8_t> active_;
-  std::vector<std::int64_t> last_lower_, last_upper_;
-  std::vector<std::uint8_t> last_active_;
+  std::vector<ActiveArc> active_, last_active_;  // this step's critical arcs; the last max flow's
   Decision last_decision_;
   struct Realized {
     std::vector<std::size_t> chosen;  // options before slack reclamation

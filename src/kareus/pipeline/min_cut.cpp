@@ -31,12 +31,15 @@ struct MinCutSolver::Impl {
   std::vector<std::size_t> arc_from, arc_to;
   std::vector<std::size_t> out_begin, out_arc, in_begin, in_arc;  // adjacency of the fixed arcs
 
-  // The kept flow: per arc, and per vertex on the helper arcs source→v and v→sink.
+  // The kept flow: per arc, and per vertex on the helper arcs source→v and v→sink. It is zero
+  // outside the last solve's arcs and touched vertices.
   std::vector<std::int64_t> flow, from_source, to_sink;
-  bool has_flow = false;
 
-  // Per solve: capacities of the transformed network.
+  // Per solve: capacities of the transformed network, zero outside `arcs_on` and `touched`.
   std::vector<std::int64_t> capacity, source_capacity, sink_capacity, balance;
+  std::vector<std::size_t> arcs_on, touched, last_arcs_on, last_touched;
+  std::vector<std::uint32_t> arc_stamp, vertex_stamp;  // == epoch: listed in this solve
+  std::uint32_t epoch = 0;
 
   // The compact graph: CSR edges in pairs (forward 2k, twin 2k+1); pair k stands for origin[k]:
   // arc a < num_arcs, helper source→v at num_arcs + v, helper v→sink at num_arcs + n + v.
@@ -83,6 +86,8 @@ struct MinCutSolver::Impl {
     sink_capacity.assign(n, 0);
     balance.assign(n, 0);
     compact_of.assign(n, kNone);
+    arc_stamp.assign(num_arcs, 0);
+    vertex_stamp.assign(n, 0);
   }
 
   // The flow-carrying arc (or helper) into v, preferring the helper from the source, then the
@@ -131,11 +136,12 @@ struct MinCutSolver::Impl {
   }
 
   // Makes the kept flow feasible for the new capacities; false when it cannot (start from zero).
+  // Flow can only sit on the last solve's arcs and touched vertices.
   bool repair_flow() {
-    for (std::size_t a = 0; a < num_arcs; ++a) {
+    for (std::size_t a : last_arcs_on) {
       if (flow[a] > capacity[a] && !cancel(&flow[a], arc_from[a], arc_to[a], flow[a] - capacity[a])) return false;
     }
-    for (std::size_t v = 0; v < n; ++v) {
+    for (std::size_t v : last_touched) {
       if (from_source[v] > source_capacity[v] &&
           !cancel(&from_source[v], s, v, from_source[v] - source_capacity[v])) {
         return false;
@@ -172,10 +178,10 @@ struct MinCutSolver::Impl {
       pair_ends.emplace_back(vertex(from), vertex(to));
     };
     vertex(s), vertex(t);
-    for (std::size_t a = 0; a < num_arcs; ++a) {
+    for (std::size_t a : arcs_on) {
       if (capacity[a] > 0) add(a, arc_from[a], arc_to[a]);
     }
-    for (std::size_t v = 0; v < n; ++v) {
+    for (std::size_t v : touched) {
       if (source_capacity[v] > 0) add(num_arcs + v, s, v);
       if (sink_capacity[v] > 0) add(num_arcs + n + v, v, t);
     }
@@ -222,41 +228,49 @@ struct MinCutSolver::Impl {
     }
   }
 
-  MinCut solve(std::span<const std::int64_t> lower, std::span<const std::int64_t> upper,
-               std::span<const std::uint8_t> active) {
-    KAREUS_CHECK(lower.size() == num_arcs && upper.size() == num_arcs && active.size() == num_arcs,
-                 "bounds must be given for every arc");
+  MinCut solve(std::span<const ActiveArc> arcs) {
+    ++epoch;
     std::int64_t finite_sum = 1;
-    std::size_t active_arcs = 0;
-    for (std::size_t a = 0; a < num_arcs; ++a) {
-      if (!active[a]) continue;
-      KAREUS_CHECK(0 <= lower[a] && lower[a] <= upper[a], "flow arc bounds must satisfy 0 <= l <= u");
-      finite_sum += lower[a] + (upper[a] == FlowNetwork::kUnbounded ? 0 : upper[a]);
-      ++active_arcs;
+    for (const ActiveArc& a : arcs) {
+      KAREUS_CHECK(a.arc < num_arcs, "flow arc index out of range");
+      KAREUS_CHECK(arc_stamp[a.arc] != epoch, "flow arc switched on twice");
+      arc_stamp[a.arc] = epoch;
+      KAREUS_CHECK(0 <= a.lower && a.lower <= a.upper, "flow arc bounds must satisfy 0 <= l <= u");
+      finite_sum += a.lower + (a.upper == FlowNetwork::kUnbounded ? 0 : a.upper);
     }
-    KAREUS_CHECK(finite_sum <= (std::int64_t{1} << 62) / static_cast<std::int64_t>(active_arcs + n + 2),
+    KAREUS_CHECK(finite_sum <= (std::int64_t{1} << 62) / static_cast<std::int64_t>(arcs.size() + n + 2),
                  "flow capacities too large for 64-bit arithmetic");
     // Stand-in for an unbounded capacity: more than every finite cut can hold.
     const std::int64_t big = finite_sum;
-    std::fill(balance.begin(), balance.end(), 0);
-    for (std::size_t a = 0; a < num_arcs; ++a) {
-      capacity[a] = !active[a] ? 0 : upper[a] == FlowNetwork::kUnbounded ? big : upper[a] - lower[a];
-      if (!active[a]) continue;
-      balance[arc_from[a]] += lower[a];
-      balance[arc_to[a]] -= lower[a];
+    // Clear the last solve's capacities, then set this one's.
+    std::swap(arcs_on, last_arcs_on);
+    std::swap(touched, last_touched);
+    for (std::size_t a : last_arcs_on) capacity[a] = 0;
+    for (std::size_t v : last_touched) balance[v] = source_capacity[v] = sink_capacity[v] = 0;
+    arcs_on.clear();
+    touched.clear();
+    auto touch = [&](std::size_t v) {
+      if (vertex_stamp[v] != epoch) vertex_stamp[v] = epoch, touched.push_back(v);
+    };
+    for (const ActiveArc& a : arcs) {
+      arcs_on.push_back(a.arc);
+      capacity[a.arc] = a.upper == FlowNetwork::kUnbounded ? big : a.upper - a.lower;
+      touch(arc_from[a.arc]);
+      touch(arc_to[a.arc]);
+      balance[arc_from[a.arc]] += a.lower;
+      balance[arc_to[a.arc]] -= a.lower;
     }
     std::int64_t constant = balance[s];
-    for (std::size_t v = 0; v < n; ++v) {
+    for (std::size_t v : touched) {
       bool terminal = v == s || v == t;
       source_capacity[v] = !terminal && balance[v] < 0 ? -balance[v] : 0;
       sink_capacity[v] = !terminal && balance[v] > 0 ? balance[v] : 0;
       constant -= source_capacity[v];
     }
 
-    if (!has_flow || !repair_flow()) {
-      std::fill(flow.begin(), flow.end(), 0);
-      std::fill(from_source.begin(), from_source.end(), 0);
-      std::fill(to_sink.begin(), to_sink.end(), 0);
+    if (!repair_flow()) {
+      for (std::size_t a : last_arcs_on) flow[a] = 0;
+      for (std::size_t v : last_touched) from_source[v] = to_sink[v] = 0;
     }
     build_compact();
     reach();
@@ -269,7 +283,6 @@ struct MinCutSolver::Impl {
           distance.data(), boost::get(boost::vertex_index, graph), compact_of[s], compact_of[t]);
       reach();
     }
-    has_flow = true;
     std::int64_t total_flow = 0;
     for (std::size_t k = 0; k < origin.size(); ++k) {
       std::int64_t f = capacity_of(origin[k]) - residual[forward_edge[k].idx];
@@ -282,14 +295,13 @@ struct MinCutSolver::Impl {
     for (std::size_t c = 0; c < members.size(); ++c) cut.source_side[members[c]] = reached[c] != 0;
     // The cut's value from the bounds themselves; it must agree with the flow.
     std::int64_t value = 0;
-    for (std::size_t a = 0; a < num_arcs && cut.bounded; ++a) {
-      if (!active[a]) continue;
-      bool from = cut.source_side[arc_from[a]], to = cut.source_side[arc_to[a]];
+    for (const ActiveArc& a : arcs) {
+      bool from = cut.source_side[arc_from[a.arc]], to = cut.source_side[arc_to[a.arc]];
       if (from && !to) {
-        if (upper[a] == FlowNetwork::kUnbounded) cut.bounded = false;
-        else value += upper[a];
+        if (a.upper == FlowNetwork::kUnbounded) cut.bounded = false;
+        else value += a.upper;
       } else if (!from && to) {
-        value -= lower[a];
+        value -= a.lower;
       }
     }
     cut.value = value;
@@ -307,10 +319,7 @@ MinCutSolver::~MinCutSolver() = default;
 MinCutSolver::MinCutSolver(MinCutSolver&&) noexcept = default;
 MinCutSolver& MinCutSolver::operator=(MinCutSolver&&) noexcept = default;
 
-MinCut MinCutSolver::solve(std::span<const std::int64_t> lower, std::span<const std::int64_t> upper,
-                           std::span<const std::uint8_t> active) {
-  return impl_->solve(lower, upper, active);
-}
+MinCut MinCutSolver::solve(std::span<const ActiveArc> arcs) { return impl_->solve(arcs); }
 
 std::int64_t cut_value(const FlowNetwork& network, const std::vector<bool>& source_side) {
   std::int64_t value = 0;
@@ -327,15 +336,13 @@ std::int64_t cut_value(const FlowNetwork& network, const std::vector<bool>& sour
 
 MinCut minimum_cut(const FlowNetwork& network) {
   std::vector<std::pair<std::size_t, std::size_t>> ends;
-  std::vector<std::int64_t> lower, upper;
+  std::vector<ActiveArc> arcs;
   for (const FlowArc& a : network.arcs) {
+    arcs.push_back({ends.size(), a.lower, a.upper});
     ends.emplace_back(a.from, a.to);
-    lower.push_back(a.lower);
-    upper.push_back(a.upper);
   }
-  std::vector<std::uint8_t> active(network.arcs.size(), 1);
   MinCutSolver solver(network.num_vertices, network.source, network.sink, ends);
-  return solver.solve(lower, upper, active);
+  return solver.solve(arcs);
 }
 
 }  // namespace kareus::pipeline

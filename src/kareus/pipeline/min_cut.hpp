@@ -45,6 +45,13 @@ struct MinCut {
   std::vector<bool> source_side;  // per vertex
 };
 
+// An arc of a MinCutSolver's topology switched on for one solve, with its bounds.
+struct ActiveArc {
+  std::size_t arc = 0;  // index into the solver's arcs, in the constructor's order
+  std::int64_t lower = 0, upper = 0;
+  bool operator==(const ActiveArc&) const = default;
+};
+
 class MinCutSolver {
  public:
   MinCutSolver(std::size_t num_vertices, std::size_t source, std::size_t sink,
@@ -53,10 +60,10 @@ class MinCutSolver {
   MinCutSolver(MinCutSolver&&) noexcept;
   MinCutSolver& operator=(MinCutSolver&&) noexcept;
 
-  // Bounds per arc, in the constructor's order; arcs with active[a] == 0 are left out. Requires
-  // 0 <= lower <= upper on active arcs and finite bounds that sum well within 64 bits.
-  MinCut solve(std::span<const std::int64_t> lower, std::span<const std::int64_t> upper,
-               std::span<const std::uint8_t> active);
+  // The minimum cut of the network of `arcs` (each arc at most once; the others are left out).
+  // Requires 0 <= lower <= upper and finite bounds that sum well within 64 bits. The work follows
+  // the arcs given and the last solve's, not the whole topology.
+  MinCut solve(std::span<const ActiveArc> arcs);
 
  private:
   struct Impl;
