@@ -57,6 +57,7 @@ InstructionDag::InstructionDag(const PipelineSchedule& schedule) {
   pred_edges_.resize(edges.size());
   std::vector<std::size_t> fill(pred_offset_.begin(), pred_offset_.end() - 1);
   for (std::size_t e = 0; e < edges.size(); ++e) pred_edges_[fill[edge_to_[e]]++] = e;
+  for (std::size_t e : pred_edges_) pred_node_.push_back(edge_from_[e]);
 
   // Kahn's algorithm; a cycle would mean the schedule deadlocks, which the builders never produce.
   std::vector<std::size_t> in_degree(n);

@@ -46,9 +46,7 @@ class InstructionDag {
     std::vector<T> finish(num_nodes(), T{});
     for (std::size_t n : topo_) {
       T start{};
-      for (std::size_t k = pred_offset_[n]; k < pred_offset_[n + 1]; ++k) {
-        start = std::max(start, finish[edge_from_[pred_edges_[k]]]);
-      }
+      for (std::size_t k = pred_offset_[n]; k < pred_offset_[n + 1]; ++k) start = std::max(start, finish[pred_node_[k]]);
       finish[n] = start + durations[n];
     }
     return finish;
@@ -80,6 +78,7 @@ class InstructionDag {
   std::vector<std::size_t> edge_from_, edge_to_;  // sorted by source node
   std::vector<std::size_t> succ_offset_;          // CSR over edges
   std::vector<std::size_t> pred_offset_, pred_edges_;
+  std::vector<std::size_t> pred_node_;  // edge_from(pred_edges_[k]), spared the indirection
   std::vector<std::size_t> topo_;
 };
 
