@@ -14,8 +14,8 @@ std::int64_t brute_force_min_cut(const FlowNetwork& net) {
   std::int64_t best = FlowNetwork::kUnbounded;
   const std::size_t free_vertices = net.num_vertices - 2;
   for (std::uint32_t mask = 0; mask < (1u << free_vertices); ++mask) {
-    std::vector<bool> side(net.num_vertices, false);
-    side[net.source] = true;
+    std::vector<std::uint8_t> side(net.num_vertices, 0);
+    side[net.source] = 1;
     std::size_t bit = 0;
     for (std::size_t v = 0; v < net.num_vertices; ++v) {
       if (v == net.source || v == net.sink) continue;

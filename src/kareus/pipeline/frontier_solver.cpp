@@ -76,25 +76,35 @@ std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const 
   std::size_t levels = 1;
   while ((std::size_t{1} << levels) <= k) ++levels;
   std::vector<std::vector<double>> best(levels, std::vector<double>(k, floor));
-  auto raise = [&](double from, double to, double length, std::size_t own) {
-    auto first = static_cast<std::size_t>(std::lower_bound(middle.begin(), middle.end(), from) - middle.begin());
-    auto last = static_cast<std::size_t>(std::lower_bound(middle.begin() + static_cast<long>(first), middle.end(), to) -
-                                         middle.begin());
-    if (first == last || (last == first + 1 && nodes[first] == own)) return;  // v's own run
+  // The first middle at or after each node's start and finish. A stage's nodes come in run order,
+  // so one pointer walks the middles through it, restarting where the times go back.
+  const std::size_t n = dag.num_nodes();
+  std::vector<std::size_t> at_start(n), at_finish(n);
+  std::size_t next = 0;
+  for (std::size_t u = 0; u < n; ++u) {
+    const double start = finish[u] - time[u];
+    if (u > 0 && start < finish[u - 1]) next = 0;
+    for (; next < k && middle[next] < start; ++next) {}
+    at_start[u] = next;
+    for (; next < k && middle[next] < finish[u]; ++next) {}
+    at_finish[u] = next;
+  }
+  // Raises the answers of nodes first .. last − 1 to `length`; a node's own run does not count.
+  auto raise = [&](std::size_t first, std::size_t last, double length, std::size_t own) {
+    if (first == last || (last == first + 1 && nodes[first] == own)) return;
     const std::size_t p = static_cast<std::size_t>(std::bit_width(last - first)) - 1;
     best[p][first] = std::max(best[p][first], length);
     best[p][last - (std::size_t{1} << p)] = std::max(best[p][last - (std::size_t{1} << p)], length);
   };
   constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
-  const double never = std::numeric_limits<double>::infinity();
-  for (std::size_t u = 0; u < dag.num_nodes(); ++u) {
+  for (std::size_t u = 0; u < n; ++u) {
     if (finish[u] + tail[u] <= floor) continue;  // so is every path through u
-    raise(finish[u] - time[u], finish[u], finish[u] + tail[u], u);
-    if (dag.successor_begin(u) == dag.successor_begin(u + 1)) raise(finish[u], never, finish[u], kNoNode);
+    raise(at_start[u], at_finish[u], finish[u] + tail[u], u);
+    if (dag.successor_begin(u) == dag.successor_begin(u + 1)) raise(at_finish[u], k, finish[u], kNoNode);
     for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) {
       const std::size_t w = dag.edge_to(e);
       const double w_start = finish[w] - time[w], length = finish[u] + time[w] + tail[w];
-      if (finish[u] < w_start && length > floor) raise(finish[u], w_start, length, kNoNode);
+      if (finish[u] < w_start && length > floor) raise(at_finish[u], at_start[w], length, kNoNode);
     }
   }
   for (std::size_t p = levels - 1; p > 0; --p) {
@@ -112,19 +122,23 @@ std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const 
 // v, that instruction's run contains m (on one path with v it would lie wholly before or after).
 // So v is on every longest path exactly when no other node of `critical` runs at m.
 std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<const double> time,
-                                     std::vector<std::size_t> critical) {
-  auto start = [&](std::size_t v) { return finish[v] - time[v]; };
-  std::sort(critical.begin(), critical.end(), [&](std::size_t a, std::size_t b) {
-    return start(a) < start(b) || (start(a) == start(b) && finish[a] < finish[b]);
-  });
+                                     std::span<const std::size_t> critical) {
+  struct Run {
+    double start, finish;
+    std::size_t node;
+    auto operator<=>(const Run&) const = default;
+  };
+  std::vector<Run> runs;
+  runs.reserve(critical.size());
+  for (std::size_t v : critical) runs.push_back({finish[v] - time[v], finish[v], v});
+  std::sort(runs.begin(), runs.end());
   std::vector<std::size_t> result;
-  double latest_finish = -std::numeric_limits<double>::infinity();  // of the nodes before k
-  for (std::size_t k = 0; k < critical.size(); ++k) {
-    const std::size_t v = critical[k];
-    const double middle = finish[v] - time[v] / 2;
-    const bool covered = latest_finish >= middle || (k + 1 < critical.size() && start(critical[k + 1]) <= middle);
-    if (!covered) result.push_back(v);
-    latest_finish = std::max(latest_finish, finish[v]);
+  double latest_finish = -std::numeric_limits<double>::infinity();  // of the runs before k
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const double middle = runs[k].finish - time[runs[k].node] / 2;
+    const bool covered = latest_finish >= middle || (k + 1 < runs.size() && runs[k + 1].start <= middle);
+    if (!covered) result.push_back(runs[k].node);
+    latest_finish = std::max(latest_finish, runs[k].finish);
   }
   return result;
 }

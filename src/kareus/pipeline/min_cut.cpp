@@ -291,8 +291,8 @@ struct MinCutSolver::Impl {
     }
 
     MinCut cut;
-    cut.source_side.assign(n, false);
-    for (std::size_t c = 0; c < members.size(); ++c) cut.source_side[members[c]] = reached[c] != 0;
+    cut.source_side.assign(n, 0);
+    for (std::size_t c = 0; c < members.size(); ++c) cut.source_side[members[c]] = reached[c];
     // The cut's value from the bounds themselves; it must agree with the flow.
     std::int64_t value = 0;
     for (const ActiveArc& a : arcs) {
@@ -321,7 +321,7 @@ MinCutSolver& MinCutSolver::operator=(MinCutSolver&&) noexcept = default;
 
 MinCut MinCutSolver::solve(std::span<const ActiveArc> arcs) { return impl_->solve(arcs); }
 
-std::int64_t cut_value(const FlowNetwork& network, const std::vector<bool>& source_side) {
+std::int64_t cut_value(const FlowNetwork& network, std::span<const std::uint8_t> source_side) {
   std::int64_t value = 0;
   for (const FlowArc& a : network.arcs) {
     if (source_side[a.from] && !source_side[a.to]) {

@@ -42,7 +42,7 @@ struct FlowNetwork {
 struct MinCut {
   bool bounded = true;            // false when every cut crosses an unbounded arc forwards
   std::int64_t value = 0;         // meaningful when bounded; may be negative
-  std::vector<bool> source_side;  // per vertex
+  std::vector<std::uint8_t> source_side;  // per vertex: 1 on the source side
 };
 
 // An arc of a MinCutSolver's topology switched on for one solve, with its bounds.
@@ -75,6 +75,6 @@ MinCut minimum_cut(const FlowNetwork& network);
 
 // Σ upper (forward) − Σ lower (backward) of a given partition; kUnbounded if an unbounded arc
 // crosses forwards. For checks and tests.
-std::int64_t cut_value(const FlowNetwork& network, const std::vector<bool>& source_side);
+std::int64_t cut_value(const FlowNetwork& network, std::span<const std::uint8_t> source_side);
 
 }  // namespace kareus::pipeline
