@@ -23,16 +23,14 @@ std::size_t cost_index(const Instruction& ins) {
 
 // Moves instructions that have slack in the real schedule to the slowest option that still fits,
 // latest-first, so the iteration time does not grow beyond max(its current value, allowed_time_s).
-// `chosen` holds indices into options() per node. Returns the iteration time before the moves.
-double reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>& costs,
-                   std::span<const std::size_t> cost_of, std::vector<std::size_t>& chosen,
-                   double allowed_time_s) {
+// `chosen` holds indices into each node's candidates and `time` their times; both are updated.
+// Returns the iteration time before the moves.
+double reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+                     std::vector<std::size_t>& chosen, std::vector<double>& time, double allowed_time_s) {
   const std::size_t n = dag.num_nodes();
-  std::vector<double> time(n);
-  for (std::size_t v = 0; v < n; ++v) time[v] = costs[cost_of[v]].options()[chosen[v]].time_s;
   std::vector<double> finish = dag.earliest_finish<double>(time);
-  const double makespan =
-      std::max(allowed_time_s, n == 0 ? 0 : *std::max_element(finish.begin(), finish.end()));
+  const double before = n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
+  const double makespan = std::max(allowed_time_s, before);
   std::vector<double> latest_start(n);
   auto order = dag.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -42,7 +40,7 @@ double reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>
       latest_finish = std::min(latest_finish, latest_start[dag.edge_to(e)]);
     }
     const double window = latest_finish - (finish[v] - time[v]);
-    auto candidates = costs[cost_of[v]].options();
+    const std::span<const Candidate> candidates = candidates_of[v];
     if (window > time[v] && chosen[v] + 1 < candidates.size()) {
       // Candidates' real times strictly increase with their index; take the last that fits.
       auto fits_end = std::upper_bound(candidates.begin() + static_cast<long>(chosen[v]), candidates.end(),
@@ -52,7 +50,7 @@ double reclaim_slack(const InstructionDag& dag, const std::vector<OperationCost>
     }
     latest_start[v] = latest_finish - time[v];
   }
-  return n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
+  return before;
 }
 
 // For each of `nodes` (whose runs in the earliest-start schedule are disjoint, in time order, as
@@ -236,6 +234,8 @@ void FrontierSolver::build_model(double unit_time_s) {
     }
     slope_.push_back(std::move(slope));
   }
+  candidates_of_.clear();
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) candidates_of_.push_back(costs_[cost_of_[v]].options());
   force_cut_ = true;
 }
 
@@ -290,26 +290,27 @@ bool FrontierSolver::step() {
   auto critical = [&](std::size_t v) { return finish[v] + after[v] == makespan; };
 
   // Switch on the critical sub-DAG: instructions without float, and the tight edges between them.
-  active_.clear();
+  // (Written by index into room for every arc, sized once: push_back costs a twentieth of a step.)
+  active_.resize(3 * n + dag_.num_edges());
+  std::size_t count = 0;
   for (std::size_t v = 0; v < n; ++v) {
     if (!critical(v)) continue;
-    active_.push_back({v, lower(v), upper(v)});
-    if (finish[v] == durations_[v]) active_.push_back({n + v, 0, FlowNetwork::kUnbounded});
-    if (finish[v] == makespan) active_.push_back({2 * n + v, 0, FlowNetwork::kUnbounded});
+    active_[count++] = {v, lower(v), upper(v)};
+    if (finish[v] == durations_[v]) active_[count++] = {n + v, 0, FlowNetwork::kUnbounded};
+    if (finish[v] == makespan) active_[count++] = {2 * n + v, 0, FlowNetwork::kUnbounded};
     for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
       std::size_t w = dag_.edge_to(e);
-      if (critical(w) && finish[v] == finish[w] - durations_[w]) {
-        active_.push_back({3 * n + e, 0, FlowNetwork::kUnbounded});
-      }
+      if (critical(w) && finish[v] == finish[w] - durations_[w]) active_[count++] = {3 * n + e, 0, FlowNetwork::kUnbounded};
     }
   }
+  const std::span<const ActiveArc> active = std::span(active_).first(count);
 
   // An unchanged network has the same minimum cut: reuse the last decision without a max flow.
-  if (force_cut_ || active_ != last_active_) {
+  if (force_cut_ || !std::ranges::equal(active, last_active_)) {
     force_cut_ = false;
-    MinCut cut = cut_solver_.solve(active_);
+    MinCut cut = cut_solver_.solve(active);
     ++stats_.cut_computations;
-    std::swap(last_active_, active_);
+    last_active_.assign(active.begin(), active.end());
     last_decision_ = {};
     if (!cut.bounded) return false;
     for (const ActiveArc& a : last_active_) {
@@ -345,20 +346,20 @@ std::vector<std::size_t> FrontierSolver::choose(Variant variant) const {
 FrontierPoint FrontierSolver::realize(std::vector<std::size_t> chosen, double allowed_time_s,
                                      double model_energy_j) const {
   const std::size_t n = dag_.num_nodes();
+  std::vector<double> time(n);
+  for (std::size_t v = 0; v < n; ++v) time[v] = candidates_of_[v][chosen[v]].time_s;
   // Reclaiming slack keeps the iteration time unless it may grow to allowed_time_s.
   std::optional<double> kept_time_s;
   if (options_.reclaim_slack) {
-    double before = reclaim_slack(dag_, costs_, cost_of_, chosen, allowed_time_s);
+    double before = reclaim_slack(dag_, candidates_of_, chosen, time, allowed_time_s);
     if (allowed_time_s <= before) kept_time_s = before;
   }
   FrontierPoint point;
   point.assignment.resize(n);
-  std::vector<double> time(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    const Candidate& cand = costs_[cost_of_[v]].options()[chosen[v]];
+    const Candidate& cand = candidates_of_[v][chosen[v]];
     point.assignment[v] = static_cast<std::uint16_t>(cand.option);
-    time[v] = cand.time_s;
     sum_effective += cand.effective_energy_j;
   }
   point.time_s = kept_time_s ? *kept_time_s : dag_.makespan<double>(time);
@@ -422,10 +423,9 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   std::vector<double> time(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    const OperationCost& c = costs_[cost_of_[v]];
-    at[v] = c.candidate_of(plan.assignment[v]);
-    time[v] = c.options()[at[v]].time_s;
-    sum_effective += c.options()[at[v]].effective_energy_j;
+    at[v] = costs_[cost_of_[v]].candidate_of(plan.assignment[v]);
+    time[v] = candidates_of_[v][at[v]].time_s;
+    sum_effective += candidates_of_[v][at[v]].effective_energy_j;
   }
   std::vector<double> finish = dag_.earliest_finish<double>(time);
   std::vector<double> tail = dag_.longest_after<double>(time);
@@ -433,7 +433,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   const double idle_power_w = options_.p_blocking_w * table_.num_stages();
   std::vector<Move> moves;
   auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {
-    return sum_effective - costs_[cost_of_[v]].options()[at[v]].effective_energy_j + to.effective_energy_j +
+    return sum_effective - candidates_of_[v][at[v]].effective_energy_j + to.effective_energy_j +
            idle_power_w * new_makespan;
   };
   // A move no faster and no more frugal than the plan itself is dominated by it, or by what
@@ -446,7 +446,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   };
   // One option slower: only the paths through v grow, so the new makespan is immediate.
   for (std::size_t v = 0; v < n; ++v) {
-    auto candidates = costs_[cost_of_[v]].options();
+    auto candidates = candidates_of_[v];
     if (at[v] + 1 < candidates.size()) {
       move(v, candidates[at[v] + 1], std::max(makespan, finish[v] - time[v] + candidates[at[v] + 1].time_s + tail[v]));
     }
@@ -464,14 +464,14 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   for (std::size_t v : bottlenecks(finish, time, on_critical_path)) {
     if (at[v] == 0) continue;
     critical.push_back(v);
-    largest_saving = std::max(largest_saving, time[v] - costs_[cost_of_[v]].options()[at[v] - 1].time_s);
+    largest_saving = std::max(largest_saving, time[v] - candidates_of_[v][at[v] - 1].time_s);
   }
   if (critical.empty()) return moves;
   std::vector<double> avoiding =
       longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving);
   for (std::size_t k = 0; k < critical.size(); ++k) {
     const std::size_t v = critical[k];
-    const Candidate& faster = costs_[cost_of_[v]].options()[at[v] - 1];
+    const Candidate& faster = candidates_of_[v][at[v] - 1];
     const double new_makespan = std::max(makespan - (time[v] - faster.time_s), avoiding[k]);
     if (new_makespan < makespan) move(v, faster, new_makespan);
   }

@@ -125,6 +125,7 @@ class FrontierSolver {
   InstructionDag dag_;
   std::vector<OperationCost> costs_;           // per (stage, type)
   std::vector<std::size_t> cost_of_;           // per node
+  std::vector<std::span<const Candidate>> candidates_of_;  // per node: costs_[cost_of_[v]].options()
   std::vector<std::vector<std::int64_t>> slope_;  // per cost: round(scale·(c(lo+k) − c(lo+k+1)))
   double cost_scale_ = 1e9;                    // integer cost units per joule
   std::vector<long> durations_;
@@ -135,7 +136,8 @@ class FrontierSolver {
   // v is the arc 2+2v -> 3+2v; arcs: N instruction arcs, N start arcs, N end arcs, then one
   // zero-length arc per DAG edge. Each step switches on the critical ones.
   MinCutSolver cut_solver_;
-  std::vector<ActiveArc> active_, last_active_;  // this step's critical arcs; the last max flow's
+  std::vector<ActiveArc> active_;       // room for every arc; a step writes its critical arcs first
+  std::vector<ActiveArc> last_active_;  // the critical arcs of the last max flow
   Decision last_decision_;
   struct Realized {
     std::vector<std::size_t> chosen;  // options before slack reclamation
