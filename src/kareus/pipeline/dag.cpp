@@ -75,6 +75,9 @@ InstructionDag::InstructionDag(const PipelineSchedule& schedule) {
     }
   }
   KAREUS_CHECK(topo_.size() == n, "the pipeline schedule's dependency graph has a cycle");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (succ_offset_[i] == succ_offset_[i + 1]) sinks_.push_back(i);
+  }
 }
 
 }  // namespace kareus::pipeline

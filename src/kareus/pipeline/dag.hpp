@@ -66,10 +66,17 @@ class InstructionDag {
     return after;
   }
 
+  // The latest of the earliest finishes: only nodes without successors need looking at.
+  template <typename T>
+  T latest_finish(std::span<const T> finish) const {
+    T latest{};
+    for (std::size_t n : sinks_) latest = std::max(latest, finish[n]);
+    return latest;
+  }
+
   template <typename T>
   T makespan(std::span<const T> durations) const {
-    auto finish = earliest_finish(durations);
-    return finish.empty() ? T{} : *std::max_element(finish.begin(), finish.end());
+    return latest_finish<T>(earliest_finish(durations));
   }
 
  private:
@@ -80,6 +87,7 @@ class InstructionDag {
   std::vector<std::size_t> pred_offset_, pred_edges_;
   std::vector<std::size_t> pred_node_;  // edge_from(pred_edges_[k]), spared the indirection
   std::vector<std::size_t> topo_;
+  std::vector<std::size_t> sinks_;  // nodes without successors
 };
 
 }  // namespace kareus::pipeline

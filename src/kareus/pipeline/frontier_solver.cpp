@@ -29,7 +29,7 @@ double reclaim_slack(const InstructionDag& dag, std::span<const std::span<const 
                      std::vector<std::size_t>& chosen, std::vector<double>& time, double allowed_time_s) {
   const std::size_t n = dag.num_nodes();
   std::vector<double> finish = dag.earliest_finish<double>(time);
-  const double before = n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
+  const double before = dag.latest_finish<double>(finish);
   const double makespan = std::max(allowed_time_s, before);
   std::vector<double> latest_start(n);
   auto order = dag.topological_order();
@@ -283,9 +283,9 @@ bool FrontierSolver::step() {
   const std::size_t n = dag_.num_nodes();
   std::vector<long> finish = dag_.earliest_finish<long>(durations_);
   const long makespan = makespan_;
-  KAREUS_CHECK(n == 0 || *std::max_element(finish.begin(), finish.end()) == makespan,
+  KAREUS_CHECK(dag_.latest_finish<long>(finish) == makespan,
                fmt::format("a Phillips–Dessouky step left the makespan at {} units instead of {}",
-                           *std::max_element(finish.begin(), finish.end()), makespan));
+                           dag_.latest_finish<long>(finish), makespan));
   std::vector<long> after = dag_.longest_after<long>(durations_);
   auto critical = [&](std::size_t v) { return finish[v] + after[v] == makespan; };
 
@@ -429,7 +429,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   }
   std::vector<double> finish = dag_.earliest_finish<double>(time);
   std::vector<double> tail = dag_.longest_after<double>(time);
-  const double makespan = n == 0 ? 0 : *std::max_element(finish.begin(), finish.end());
+  const double makespan = dag_.latest_finish<double>(finish);
   const double idle_power_w = options_.p_blocking_w * table_.num_stages();
   std::vector<Move> moves;
   auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {

@@ -19,14 +19,13 @@ using Edge = boost::graph_traits<Graph>::edge_descriptor;
 // source→v carries −b(v) where b(v) < 0, less the constant Σ_{b<0} −b(v). One max-flow pass and
 // no feasibility phase.
 //
-// Each solve runs on a compact graph of only the arcs with capacity (active arcs with u > l and the
+// Each solve runs on a graph of only the arcs with capacity (active arcs with u > l and the
 // helper arcs needed), so the work follows the critical sub-DAG rather than the whole topology. The
 // maximum flow is kept between solves: where it exceeds the new capacities it is cut down (see
 // repair_flow) and Boykov–Kolmogorov only augments it, usually along few paths. The source side is
 // the set of vertices reachable from the source in the residual network, the same for every
 // maximum flow, so the warm start never changes the answer.
 struct MinCutSolver::Impl {
-  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::size_t n, s, t, num_arcs;
   std::vector<std::size_t> arc_from, arc_to;
   std::vector<std::size_t> out_begin, out_arc, in_begin, in_arc;  // adjacency of the fixed arcs
@@ -41,9 +40,9 @@ struct MinCutSolver::Impl {
   std::vector<std::uint32_t> arc_stamp, vertex_stamp;  // == epoch: listed in this solve
   std::uint32_t epoch = 0;
 
-  // The compact graph: CSR edges in pairs (forward 2k, twin 2k+1); pair k stands for origin[k]:
-  // arc a < num_arcs, helper source→v at num_arcs + v, helper v→sink at num_arcs + n + v.
-  std::vector<std::size_t> compact_of, members, origin;
+  // The graph of one solve: CSR edges in pairs, a forward edge and its twin; pair k stands for
+  // origin[k]: arc a < num_arcs, helper source→v at num_arcs + v, helper v→sink at num_arcs + n + v.
+  std::vector<std::size_t> origin;
   std::vector<std::pair<std::size_t, std::size_t>> pair_ends, sorted_ends;
   std::vector<std::size_t> row_start;
   Graph graph;
@@ -85,7 +84,9 @@ struct MinCutSolver::Impl {
     source_capacity.assign(n, 0);
     sink_capacity.assign(n, 0);
     balance.assign(n, 0);
-    compact_of.assign(n, kNone);
+    predecessor.resize(n);
+    color.resize(n);
+    distance.resize(n);
     arc_stamp.assign(num_arcs, 0);
     vertex_stamp.assign(n, 0);
   }
@@ -162,22 +163,16 @@ struct MinCutSolver::Impl {
     return sink_capacity[pair - num_arcs - n];
   }
 
-  // Builds the compact graph of every arc with capacity, its residuals from the kept flow. The
-  // edges are bucketed by tail here (forward edge and twin of each pair), so Boost only copies them.
-  void build_compact() {
-    for (std::size_t v : members) compact_of[v] = kNone;
-    members.clear();
+  // Builds the graph of every arc with capacity (on the original vertex numbers), its residuals
+  // from the kept flow. The edges are bucketed by tail here (forward edge and twin of each pair),
+  // so Boost only copies them.
+  void build_graph() {
     origin.clear();
     pair_ends.clear();
-    auto vertex = [&](std::size_t v) {
-      if (compact_of[v] == kNone) compact_of[v] = members.size(), members.push_back(v);
-      return compact_of[v];
-    };
     auto add = [&](std::size_t pair, std::size_t from, std::size_t to) {
       origin.push_back(pair);
-      pair_ends.emplace_back(vertex(from), vertex(to));
+      pair_ends.emplace_back(from, to);
     };
-    vertex(s), vertex(t);
     for (std::size_t a : arcs_on) {
       if (capacity[a] > 0) add(a, arc_from[a], arc_to[a]);
     }
@@ -185,14 +180,15 @@ struct MinCutSolver::Impl {
       if (source_capacity[v] > 0) add(num_arcs + v, s, v);
       if (sink_capacity[v] > 0) add(num_arcs + n + v, v, t);
     }
-    const std::size_t nc = members.size(), m = 2 * pair_ends.size();
-    row_start.assign(nc + 1, 0);
+    const std::size_t m = 2 * pair_ends.size();
+    row_start.assign(n + 1, 0);
     for (auto [from, to] : pair_ends) ++row_start[from + 1], ++row_start[to + 1];
-    for (std::size_t v = 0; v < nc; ++v) row_start[v + 1] += row_start[v];
+    for (std::size_t v = 0; v < n; ++v) row_start[v + 1] += row_start[v];
     sorted_ends.resize(m);
     reverse.resize(m);
     forward_edge.resize(pair_ends.size());
     start_residual.resize(m);
+    residual.resize(m);
     for (std::size_t k = 0; k < pair_ends.size(); ++k) {
       auto [from, to] = pair_ends[k];
       std::size_t ahead = row_start[from]++, back = row_start[to]++;
@@ -205,22 +201,18 @@ struct MinCutSolver::Impl {
       start_residual[ahead] = capacity_of(origin[k]) - f;
       start_residual[back] = f;
     }
-    graph = Graph(boost::edges_are_sorted, sorted_ends.begin(), sorted_ends.end(), nc, m);
-    residual = start_residual;
-    predecessor.resize(nc);
-    color.resize(nc);
-    distance.resize(nc);
+    graph = Graph(boost::edges_are_sorted, sorted_ends.begin(), sorted_ends.end(), n, m);
   }
 
-  // Compact vertices reachable from the source through edges with residual capacity.
-  void reach() {
-    reached.assign(members.size(), 0);
-    queue.assign(1, compact_of[s]);
-    reached[compact_of[s]] = 1;
+  // Vertices reachable from the source through edges with capacity left in `residuals`.
+  void reach(const std::vector<std::int64_t>& residuals) {
+    reached.assign(n, 0);
+    queue.assign(1, s);
+    reached[s] = 1;
     for (std::size_t head = 0; head < queue.size(); ++head) {
       for (auto [it, end] = boost::out_edges(queue[head], graph); it != end; ++it) {
         std::size_t w = boost::target(*it, graph);
-        if (!reached[w] && residual[(*it).idx] > 0) {
+        if (!reached[w] && residuals[(*it).idx] > 0) {
           reached[w] = 1;
           queue.push_back(w);
         }
@@ -272,27 +264,30 @@ struct MinCutSolver::Impl {
       for (std::size_t a : last_arcs_on) flow[a] = 0;
       for (std::size_t v : last_touched) from_source[v] = to_sink[v] = 0;
     }
-    build_compact();
-    reach();
-    if (reached[compact_of[t]]) {
+    build_graph();
+    // Boykov–Kolmogorov takes the residuals as its capacities and augments only when the kept
+    // flow is not maximum already.
+    reach(start_residual);
+    const std::vector<std::int64_t>* final_residual = &start_residual;
+    if (reached[t]) {
       const auto index = boost::get(boost::edge_index, graph);
       boost::boykov_kolmogorov_max_flow(
           graph, boost::make_iterator_property_map(start_residual.begin(), index),
           boost::make_iterator_property_map(residual.begin(), index),
           boost::make_iterator_property_map(reverse.begin(), index), predecessor.data(), color.data(),
-          distance.data(), boost::get(boost::vertex_index, graph), compact_of[s], compact_of[t]);
-      reach();
+          distance.data(), boost::get(boost::vertex_index, graph), s, t);
+      reach(residual);
+      final_residual = &residual;
     }
     std::int64_t total_flow = 0;
     for (std::size_t k = 0; k < origin.size(); ++k) {
-      std::int64_t f = capacity_of(origin[k]) - residual[forward_edge[k].idx];
+      std::int64_t f = capacity_of(origin[k]) - (*final_residual)[forward_edge[k].idx];
       flow_of(origin[k]) = f;
-      if (boost::source(forward_edge[k], graph) == compact_of[s]) total_flow += f;
+      if (boost::source(forward_edge[k], graph) == s) total_flow += f;
     }
 
     MinCut cut;
-    cut.source_side.assign(n, 0);
-    for (std::size_t c = 0; c < members.size(); ++c) cut.source_side[members[c]] = reached[c];
+    cut.source_side = reached;
     // The cut's value from the bounds themselves; it must agree with the flow.
     std::int64_t value = 0;
     for (const ActiveArc& a : arcs) {
