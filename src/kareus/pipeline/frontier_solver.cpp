@@ -539,6 +539,10 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
                         [&](std::size_t k) { moves[k] = solver.neighbours(origins[k], dominated); });
       for (std::size_t k = 0; k < origins.size(); ++k) {
         for (const FrontierSolver::Move& m : moves[k]) {
+          if (dominated(m.time_s, m.energy_j)) {  // by an earlier move: spare the copy
+            ++result.total_points;
+            continue;
+          }
           FrontierPoint q = origins[k];
           q.assignment[m.node] = m.option;
           q.time_s = m.time_s;
