@@ -111,12 +111,21 @@ TEST(FrontierSolver, StaysWithinOnePercentOfTheExactDiscreteFrontier) {
   RecordProperty("worst_gap_pct", std::to_string(100 * worst_gap));
 }
 
-RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
+// A small random pipeline for the local search properties (1–3 stages, 1–5 microbatches).
+struct SmallPipeline {
+  OptionTable table;
+  PipelineSchedule schedule;
+};
+SmallPipeline random_small_pipeline() {
   const int stages = *rc::gen::inRange(1, 4);
   const int microbatches = *rc::gen::inRange(1, 6);
   OptionTable table = *testing::random_table(stages, 1, 6);
   auto kind = *rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe);
-  auto schedule = PipelineSchedule::make(kind, stages, microbatches);
+  return {std::move(table), PipelineSchedule::make(kind, stages, microbatches)};
+}
+
+RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
+  const auto [table, schedule] = random_small_pipeline();
   const double p = 60;
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
@@ -135,11 +144,8 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
 // The faster moves are found through the instructions every critical path runs through and the
 // longest path avoiding each; brute force over every instruction must find no move they miss.
 RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryFasterMoveThatShortensTheIteration, ()) {
-  const int stages = *rc::gen::inRange(1, 4);
-  const int microbatches = *rc::gen::inRange(1, 6);
-  OptionTable table = *testing::random_table(stages, 1, 6);
-  auto kind = *rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe);
-  auto schedule = PipelineSchedule::make(kind, stages, microbatches);
+  const auto [table, schedule] = random_small_pipeline();
+  const int stages = table.num_stages();
   const double p = 60;
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
   const InstructionDag& dag = solver.dag();
