@@ -19,12 +19,13 @@ using Edge = boost::graph_traits<Graph>::edge_descriptor;
 // source→v carries −b(v) where b(v) < 0, less the constant Σ_{b<0} −b(v). One max-flow pass and
 // no feasibility phase.
 //
-// Each solve runs on a graph of only the arcs with capacity (active arcs with u > l and the
-// helper arcs needed), so the work follows the critical sub-DAG rather than the whole topology. The
-// maximum flow is kept between solves: where it exceeds the new capacities it is cut down (see
-// repair_flow) and Boykov–Kolmogorov only augments it, usually along few paths. The source side is
-// the set of vertices reachable from the source in the residual network, the same for every
-// maximum flow, so the warm start never changes the answer.
+// The maximum flow is kept between solves: where it exceeds the new capacities it is cut down
+// (see repair_flow). When the sink is still out of the source's residual reach the kept flow is
+// maximum already; otherwise Boykov–Kolmogorov augments it, usually along few paths, on a graph of
+// only the arcs with capacity (active arcs with u > l and the helper arcs needed), so the work
+// follows the critical sub-DAG rather than the whole topology. The source side is the set of
+// vertices reachable from the source in the residual network, the same for every maximum flow, so
+// the warm start never changes the answer.
 struct MinCutSolver::Impl {
   std::size_t n, s, t, num_arcs;
   std::vector<std::size_t> arc_from, arc_to;
@@ -204,20 +205,34 @@ struct MinCutSolver::Impl {
     graph = Graph(boost::edges_are_sorted, sorted_ends.begin(), sorted_ends.end(), n, m);
   }
 
-  // Vertices reachable from the source through edges with capacity left in `residuals`.
-  void reach(const std::vector<std::int64_t>& residuals) {
+  // Marks the vertices reachable from the source in the residual network of the kept flow, read
+  // straight from the capacities and flows on the fixed topology. True when the sink is reached
+  // (the flow is not maximum; the search stops there).
+  bool reach() {
     reached.assign(n, 0);
     queue.assign(1, s);
     reached[s] = 1;
-    for (std::size_t head = 0; head < queue.size(); ++head) {
-      for (auto [it, end] = boost::out_edges(queue[head], graph); it != end; ++it) {
-        std::size_t w = boost::target(*it, graph);
-        if (!reached[w] && residuals[(*it).idx] > 0) {
-          reached[w] = 1;
-          queue.push_back(w);
+    auto visit = [&](std::size_t w) {
+      if (!reached[w]) reached[w] = 1, queue.push_back(w);
+    };
+    for (std::size_t head = 0; head < queue.size() && !reached[t]; ++head) {
+      const std::size_t u = queue[head];
+      for (std::size_t k = out_begin[u]; k < out_begin[u + 1]; ++k) {
+        if (capacity[out_arc[k]] > flow[out_arc[k]]) visit(arc_to[out_arc[k]]);
+      }
+      for (std::size_t k = in_begin[u]; k < in_begin[u + 1]; ++k) {
+        if (flow[in_arc[k]] > 0) visit(arc_from[in_arc[k]]);
+      }
+      // Helpers: source→v forwards; v→sink forwards (v→source backwards leads back to the source).
+      if (u == s) {
+        for (std::size_t v : touched) {
+          if (source_capacity[v] > from_source[v]) visit(v);
         }
+      } else if (sink_capacity[u] > to_sink[u]) {
+        visit(t);
       }
     }
+    return reached[t] != 0;
   }
 
   MinCut solve(std::span<const ActiveArc> arcs) {
@@ -264,27 +279,24 @@ struct MinCutSolver::Impl {
       for (std::size_t a : last_arcs_on) flow[a] = 0;
       for (std::size_t v : last_touched) from_source[v] = to_sink[v] = 0;
     }
-    build_graph();
-    // Boykov–Kolmogorov takes the residuals as its capacities and augments only when the kept
-    // flow is not maximum already.
-    reach(start_residual);
-    const std::vector<std::int64_t>* final_residual = &start_residual;
-    if (reached[t]) {
+    // The kept flow is often maximum already; only when it is not is the graph built for
+    // Boykov–Kolmogorov, which takes the residuals as its capacities and augments.
+    if (reach()) {
+      build_graph();
       const auto index = boost::get(boost::edge_index, graph);
       boost::boykov_kolmogorov_max_flow(
           graph, boost::make_iterator_property_map(start_residual.begin(), index),
           boost::make_iterator_property_map(residual.begin(), index),
           boost::make_iterator_property_map(reverse.begin(), index), predecessor.data(), color.data(),
           distance.data(), boost::get(boost::vertex_index, graph), s, t);
-      reach(residual);
-      final_residual = &residual;
+      for (std::size_t k = 0; k < origin.size(); ++k) {
+        flow_of(origin[k]) = capacity_of(origin[k]) - residual[forward_edge[k].idx];
+      }
+      KAREUS_CHECK(!reach(), "the sink is still reachable after a maximum flow");
     }
     std::int64_t total_flow = 0;
-    for (std::size_t k = 0; k < origin.size(); ++k) {
-      std::int64_t f = capacity_of(origin[k]) - (*final_residual)[forward_edge[k].idx];
-      flow_of(origin[k]) = f;
-      if (boost::source(forward_edge[k], graph) == s) total_flow += f;
-    }
+    for (std::size_t v : touched) total_flow += from_source[v];
+    for (std::size_t a : arcs_on) total_flow += arc_from[a] == s ? flow[a] : 0;
 
     MinCut cut;
     cut.source_side = reached;
