@@ -8,7 +8,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <optional>
 
 #include "kareus/core/error.hpp"
