@@ -182,20 +182,10 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
   }
 }
 
-std::size_t OperationCost::frugal_for(long units) const {
-  units = std::clamp(units, min_units_, max_units_);
-  return frugal_at_[static_cast<std::size_t>(units - min_units_)];
-}
-
 std::size_t OperationCost::candidate_of(std::size_t option) const {
   KAREUS_CHECK(option < candidate_of_.size() && candidate_of_[option] != kNotCandidate,
                fmt::format("option {} is not a candidate of this operation", option));
   return candidate_of_[option];
-}
-
-std::size_t OperationCost::tight_for(long units) const {
-  units = std::clamp(units, min_units_, max_units_);
-  return tight_at_[static_cast<std::size_t>(units - min_units_)];
 }
 
 double OperationCost::model_cost_j(long units) const {

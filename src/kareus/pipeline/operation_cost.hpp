@@ -22,6 +22,7 @@
 // sequence keeps it monotone, so the model stays exactly convex in integers.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -61,9 +62,14 @@ class OperationCost {
 
   // Index into options() of the option that runs within `units` at least effective energy (the
   // fastest option when none fits).
-  std::size_t frugal_for(long units) const;
+  // (Both inline: the solver asks for every instruction at every step.)
+  std::size_t frugal_for(long units) const {
+    return frugal_at_[static_cast<std::size_t>(std::clamp(units, min_units_, max_units_) - min_units_)];
+  }
   // Index of the fastest option within the same time unit as frugal_for(units).
-  std::size_t tight_for(long units) const;
+  std::size_t tight_for(long units) const {
+    return tight_at_[static_cast<std::size_t>(std::clamp(units, min_units_, max_units_) - min_units_)];
+  }
 
   // Model cost, in joules, at an integer duration within [min_units, max_units].
   double model_cost_j(long units) const;
