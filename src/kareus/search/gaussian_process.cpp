@@ -147,25 +147,24 @@ GpHyperparameters GaussianProcess::default_hyperparameters(Eigen::Index features
   return h;
 }
 
-Eigen::MatrixXd GaussianProcess::prior_covariance(const Eigen::MatrixXd& points, const GpHyperparameters& h) const {
-  Eigen::MatrixXd k = kernel(scale_columns(x_, h.length_scales), scale_columns(points, h.length_scales), h.signal_variance);
-  if (additive_feature_) {
-    const Eigen::Index f = *additive_feature_;
-    for (Eigen::Index j = 0; j < points.rows(); ++j) {
-      for (Eigen::Index i = 0; i < x_.rows(); ++i) {
-        k(i, j) += h.additive_variance * matern52(std::abs(x_(i, f) - points(j, f)) / h.additive_length_scale);
-      }
+void GaussianProcess::add_additive_covariance(Eigen::MatrixXd& k, const Eigen::MatrixXd& points,
+                                              const GpHyperparameters& h) const {
+  if (!additive_feature_) return;
+  const Eigen::Index f = *additive_feature_;
+  for (Eigen::Index j = 0; j < points.rows(); ++j) {
+    for (Eigen::Index i = 0; i < x_.rows(); ++i) {
+      k(i, j) += h.additive_variance * matern52(std::abs(x_(i, f) - points(j, f)) / h.additive_length_scale);
     }
   }
-  return k;
 }
 
 double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eigen::VectorXd* gradient) const {
   const Eigen::Index n = x_.rows();
   const Eigen::Index d = x_.cols();
   Eigen::MatrixXd xs = scale_columns(x_, h.length_scales);
-  Eigen::MatrixXd k = prior_covariance(x_, h);
   Eigen::MatrixXd k_ard = kernel(xs, xs, h.signal_variance);
+  Eigen::MatrixXd k = k_ard;
+  add_additive_covariance(k, x_, h);
   k.diagonal().array() += h.noise_variance;
   Eigen::LLT<Eigen::MatrixXd> chol(k);
   if (chol.info() != Eigen::Success) return -std::numeric_limits<double>::infinity();
@@ -209,7 +208,8 @@ double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eige
 
 void GaussianProcess::factorise() {
   x_scaled_ = scale_columns(x_, hyper_.length_scales);
-  Eigen::MatrixXd k = prior_covariance(x_, hyper_);
+  Eigen::MatrixXd k = kernel(x_scaled_, x_scaled_, hyper_.signal_variance);
+  add_additive_covariance(k, x_, hyper_);
   double jitter = 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
     Eigen::MatrixXd kn = k;
@@ -299,7 +299,8 @@ GpPrediction GaussianProcess::predict(const Eigen::MatrixXd& points) const {
   KAREUS_CHECK(points.cols() == x_.cols(), "GP prediction points have the wrong number of features");
   GpPrediction p;
   p.points_ = scale_columns(points, hyper_.length_scales);
-  Eigen::MatrixXd ks = prior_covariance(points, hyper_);
+  Eigen::MatrixXd ks = kernel(x_scaled_, p.points_, hyper_.signal_variance);
+  add_additive_covariance(ks, points, hyper_);
   p.mean_ = (ks.transpose() * alpha_).array() * y_scale_ + y_mean_;
   p.v_ = chol_.matrixL().solve(ks);
   const double scale2 = y_scale_ * y_scale_;

@@ -96,8 +96,9 @@ class GaussianProcess {
 
  private:
   GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y, std::optional<Eigen::Index> additive_feature);
-  // The prior covariance matrix (without noise) under h between rows of x_ and of `points`.
-  Eigen::MatrixXd prior_covariance(const Eigen::MatrixXd& points, const GpHyperparameters& h) const;
+  // Adds to k the additive term's prior covariance under h between rows of x_ and of `points`
+  // (nothing without an additive feature); k already holds the ARD part.
+  void add_additive_covariance(Eigen::MatrixXd& k, const Eigen::MatrixXd& points, const GpHyperparameters& h) const;
   void factorise();
 
   Eigen::MatrixXd x_;
