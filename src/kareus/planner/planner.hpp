@@ -5,8 +5,9 @@
 // - Nanobatching+Perseus: two nanobatches, each collective launched at its partition's first slot
 //   with a fixed SM count, then Perseus's clock frontier on top;
 // - Kareus: each partition's (clock, SMs, slot) searched, composed per instruction, then the
-//   frontier. The search always measures the baselines' knobs, and the baselines' plans are plans
-//   of Kareus's space, so Kareus's frontier includes them: it weakly dominates both by construction.
+//   frontier. The baselines' knobs join Kareus's options (the comparison measures them anyway,
+//   reusing whatever the search measured), and the baselines' plans are plans of Kareus's space,
+//   so Kareus's frontier includes them: it weakly dominates both by construction.
 //
 // Thread-safety: run_method is reentrant; it uses the evaluator from several threads only when the
 // evaluator allows it.
