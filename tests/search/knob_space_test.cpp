@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -32,7 +33,7 @@ TEST(KnobSpace, EnumeratesClockMajorWithTheSequentialKnobFirst) {
   EXPECT_FALSE(s.index_of(Knob{900, 4, "none"}));  // the sequential knob has the sequential SMs
 }
 
-TEST(KnobSpace, FeaturesAreScaledClockSmsAndOneHotSlot) {
+TEST(KnobSpace, FeaturesAreScaledClockLogSmsAndOneHotSlot) {
   KnobSpace s = small_space();
   const Eigen::MatrixXd& f = s.features();
   ASSERT_EQ(f.rows(), 15);
@@ -41,6 +42,10 @@ TEST(KnobSpace, FeaturesAreScaledClockSmsAndOneHotSlot) {
   EXPECT_EQ(f.row(4), (Eigen::RowVectorXd(5) << 0, 1, 0, 1, 0).finished());  // 900, 8, linear_0
   EXPECT_EQ(f.row(11), (Eigen::RowVectorXd(5) << 1, 0, 1, 0, 0).finished());  // 1100, 4, norm_0
   EXPECT_TRUE((f.array() >= 0).all() && (f.array() <= 1).all());
+  // SMs on a log scale: 4 lies halfway between 2 and 8; the sequential knob's 0 SMs clamp to 0.
+  KnobSpace three = KnobSpace::make({900}, {2, 4, 8}, {"norm_0"}, 0);
+  EXPECT_DOUBLE_EQ(three.features()(2, 1), 0.5);
+  EXPECT_EQ(three.features()(0, 1), 0.0);
 }
 
 TEST(KnobSpace, WithoutALaunchSlotOneKnobPerClock) {
@@ -76,6 +81,8 @@ TEST(KnobSpace, RejectsBadGrids) {
 TEST(KnobSpace, InitialDesignStartsWithTheBaselinesAndIsDeterministic) {
   KnobSpace s = KnobSpace::make({900, 930, 960, 990}, {3, 6, 9}, {"a", "b", "c"}, 20);
   InitialDesignOptions o;
+  o.include_baseline_knobs = true;
+  o.cover_configurations = false;
   o.latin_hypercube_points = 10;
   o.seed = 42;
   std::vector<std::size_t> d = s.initial_design(o);
@@ -112,6 +119,7 @@ RC_GTEST_PROP(KnobSpace, LatinHypercubeCoversEachDimensionsLevels, ()) {
   o.latin_hypercube_points = n;
   o.seed = seed;
   o.include_baseline_knobs = baselines;
+  o.cover_configurations = false;
   std::vector<std::size_t> d = s.initial_design(o);
   std::set<std::size_t> distinct(d.begin(), d.end());
   RC_ASSERT(distinct.size() == d.size());
@@ -147,6 +155,8 @@ TEST(KnobSpace, WithBaselinesTheHypercubeSpreadsOverSmLevels) {
   std::size_t fewest_sms_points = 0;
   for (std::uint64_t seed = 0; seed < 50; ++seed) {
     InitialDesignOptions o;
+    o.include_baseline_knobs = true;
+    o.cover_configurations = false;
     o.latin_hypercube_points = 8;
     o.seed = seed;
     const std::vector<std::size_t> d = s.initial_design(o);
@@ -159,6 +169,56 @@ TEST(KnobSpace, WithBaselinesTheHypercubeSpreadsOverSmLevels) {
   }
   // An even spread puts 8/10 of a point per design on each level.
   EXPECT_LE(fewest_sms_points, 50u);
+}
+
+// The default design: one knob of every configuration (each slot with each SM level, and the
+// sequential knob), the clocks evenly spread; with the baselines, only the configurations they
+// leave out. Then the hypercube's points, all distinct.
+RC_GTEST_PROP(KnobSpace, CoveringDesignHasOneKnobPerConfigurationOnSpreadClocks, ()) {
+  const int clocks = *rc::gen::inRange(1, 20);
+  const int sms = *rc::gen::inRange(1, 12);
+  const int slots = *rc::gen::inRange(0, 4);
+  const bool baselines = *rc::gen::arbitrary<bool>();
+  std::vector<double> f;
+  for (int i = 0; i < clocks; ++i) f.push_back(900 + 30 * i);
+  std::vector<int> m;
+  for (int i = 0; i < sms; ++i) m.push_back(3 * (i + 1));
+  std::vector<std::string> names;
+  for (int i = 0; i < slots; ++i) names.push_back("slot_" + std::to_string(i));
+  KnobSpace s = KnobSpace::make(f, m, names, 20);
+  InitialDesignOptions o;
+  o.seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
+  o.include_baseline_knobs = baselines;
+  o.latin_hypercube_points = *rc::gen::inRange<std::size_t>(0, 10);
+  const std::vector<std::size_t> d = s.initial_design(o);
+  RC_ASSERT(std::set<std::size_t>(d.begin(), d.end()).size() == d.size());
+  RC_ASSERT(d == s.initial_design(o));
+  RC_ASSERT(d.size() == s.initial_design_size(o));
+
+  const std::vector<std::size_t> baseline_knobs = s.baseline_knobs();
+  const std::size_t skip = baselines ? std::set<std::size_t>(baseline_knobs.begin(), baseline_knobs.end()).size() : 0;
+  const std::size_t covering = s.configurations() - (baselines ? (s.has_collective() ? 2 : 1) : 0);
+  std::map<std::pair<std::string, int>, int> per_configuration;  // (slot, SMs) → knobs
+  std::map<double, int> covering_clocks;
+  for (std::size_t k = 0; k < d.size(); ++k) {
+    const Knob& knob = s.knob(d[k]);
+    ++per_configuration[{knob.slot, knob.sms}];
+    if (k >= skip && k < skip + covering) covering_clocks[knob.freq_mhz] += 1;
+  }
+  // Every configuration is there; the covering part adds exactly those the baselines leave out.
+  RC_ASSERT(per_configuration.size() == s.configurations());
+  RC_ASSERT(d.size() == std::min(s.size(), skip + covering + o.latin_hypercube_points));
+  for (std::size_t k = skip; k < skip + covering; ++k) {
+    const Knob& knob = s.knob(d[k]);
+    for (std::size_t j = skip; j < k; ++j) {
+      RC_ASSERT(!(s.knob(d[j]).slot == knob.slot && s.knob(d[j]).sms == knob.sms));
+    }
+  }
+  // Clocks evenly spread over the covering knobs: counts differ by at most one.
+  if (covering >= static_cast<std::size_t>(clocks)) RC_ASSERT(covering_clocks.size() == static_cast<std::size_t>(clocks));
+  int lo = std::numeric_limits<int>::max(), hi = 0;
+  for (const auto& [clock, count] : covering_clocks) lo = std::min(lo, count), hi = std::max(hi, count);
+  if (covering >= static_cast<std::size_t>(clocks)) RC_ASSERT(hi - lo <= 1);
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ struct SearchFlags {
   std::string clocks = "900:1410:30";
   std::string sms;  // empty = per collective: 3:30:3 (TP), 1:20:1 (CP)
   int sequential_sms = search::kDefaultNanobatchingSms;
-  bool no_baselines = false;
+  bool baselines = false;
   std::optional<double> stop_threshold;
   bool serial = false;
 };
@@ -159,7 +159,7 @@ int run_search_command(const SearchFlags& flags) {
   options.batch_size = static_cast<std::size_t>(flags.batch);
   options.seed = flags.seed;
   options.initial_points = flags.initial;
-  options.include_baseline_knobs = !flags.no_baselines;
+  options.include_baseline_knobs = flags.baselines;
   options.stop_threshold = flags.stop_threshold;
   options.parallel = !flags.serial;
   auto clocks = parse_range(flags.clocks, "--clocks");
@@ -288,8 +288,8 @@ Action register_search(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "Seed of the initial design")->capture_default_str();
   cmd->add_option("--initial", flags->initial,
-                  "Latin hypercube points of the initial design, besides the baselines' knobs (default: 2% of the "
-                  "grid, at least features + 1)");
+                  "Latin hypercube points of the initial design beyond its knob of every configuration (slot and "
+                  "SMs) (default: none, or as many as the surrogate needs)");
   cmd->add_option("--journal", flags->journal,
                   "JSONL journal to record into and resume from (default: DIR/<key>.journal.jsonl; with --partition "
                   "all, FILE becomes one journal per key: STEM.<key>.EXT)");
@@ -299,8 +299,9 @@ Action register_search(CLI::App& app) {
   cmd->add_option("--sms", flags->sms, "SM levels LO:HI:STEP for the collective (default 3:30:3 for TP, 1:20:1 for CP)");
   cmd->add_option("--sequential-sms", flags->sequential_sms, "SMs of the collective in the sequential knob")
       ->capture_default_str();
-  cmd->add_flag("--no-baselines", flags->no_baselines,
-                "Do not force the sequential and nanobatching knobs at every clock into the initial design");
+  cmd->add_flag("--baselines", flags->baselines,
+                "Put the sequential and nanobatching knobs of every clock into the initial design (the frontier "
+                "then contains the baselines'; they cost 2 knobs per clock)");
   cmd->add_option("--stop-threshold", flags->stop_threshold,
                   "Stop MOBO when the predicted relative hypervolume gain stays below this for two batches");
   cmd->add_flag("--serial", flags->serial, "Measure one knob at a time even when the evaluator allows more");

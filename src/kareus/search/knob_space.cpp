@@ -81,7 +81,7 @@ KnobSpace KnobSpace::make(std::vector<double> freqs_mhz, std::vector<int> sms, s
     Eigen::RowVectorXd row = Eigen::RowVectorXd::Zero(cols);
     row(0) = scaled(f, f_lo, f_hi);
     if (collective) {
-      row(1) = std::clamp(scaled(s, s_lo, s_hi), 0.0, 1.0);
+      row(1) = std::clamp(scaled(std::log(std::max(s, 1)), std::log(s_lo), std::log(s_hi)), 0.0, 1.0);
       row(static_cast<Eigen::Index>(2 + slot_level)) = 1.0;
     }
     rows.push_back(std::move(row));
@@ -174,14 +174,32 @@ std::vector<std::size_t> KnobSpace::initial_design(const InitialDesignOptions& o
       if (!used[i]) design.push_back(i), used[i] = true;
     }
   }
+  Rng rng(options.seed);
+  if (options.cover_configurations) {
+    std::vector<Levels> configs;
+    for (std::size_t slot = 0; slot <= slots_.size(); ++slot) {
+      const std::size_t levels = slot < slots_.size() ? sms_.size() : 1;
+      for (std::size_t m = 0; m < levels; ++m) {
+        bool covered = false;
+        for (std::size_t f = 0; f < freqs_mhz_.size() && !covered; ++f) covered = used[index({f, slot, m})];
+        if (!covered) configs.push_back({0, slot, m});
+      }
+    }
+    std::vector<std::size_t> f = spread_levels(freqs_mhz_.size(), configs.size(), rng);
+    for (std::size_t k = 0; k < configs.size(); ++k) {
+      configs[k].freq = f[k];
+      const std::size_t pick = index(configs[k]);
+      design.push_back(pick);
+      used[pick] = true;
+    }
+  }
   const std::size_t n = std::min(options.latin_hypercube_points, size() - design.size());
   if (n == 0) return design;
 
-  Rng rng(options.seed);
   // Slot levels: the partition's slots, then "none". The baselines already measure "none" (the
   // sequential knob) at every clock, so then the hypercube spreads over the slots alone: a point
   // sent to "none" would only fall back to a neighbour with the fewest SMs.
-  const bool none_measured = options.include_baseline_knobs && !slots_.empty();
+  const bool none_measured = (options.include_baseline_knobs || options.cover_configurations) && !slots_.empty();
   const std::size_t slot_levels = slots_.size() + (none_measured ? 0 : 1);
   std::vector<std::size_t> f = spread_levels(freqs_mhz_.size(), n, rng);
   std::vector<std::size_t> s = spread_levels(slot_levels, n, rng);
@@ -215,13 +233,7 @@ std::vector<std::size_t> KnobSpace::initial_design(const InitialDesignOptions& o
 }
 
 std::size_t KnobSpace::initial_design_size(const InitialDesignOptions& options) const {
-  std::size_t baseline = 0;
-  if (options.include_baseline_knobs) {
-    std::vector<std::size_t> b = baseline_knobs(options.nanobatching_sms);
-    std::sort(b.begin(), b.end());
-    baseline = static_cast<std::size_t>(std::unique(b.begin(), b.end()) - b.begin());
-  }
-  return baseline + std::min(options.latin_hypercube_points, size() - baseline);
+  return initial_design(options).size();
 }
 
 }  // namespace kareus::search

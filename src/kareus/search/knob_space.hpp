@@ -31,13 +31,22 @@ using workload::Knob;
 inline constexpr int kDefaultNanobatchingSms = 20;
 
 struct InitialDesignOptions {
+  // Further knobs after the two parts below, spread by a Latin hypercube.
   std::size_t latin_hypercube_points = 0;
   std::uint64_t seed = 0;
-  // Adds, before the Latin hypercube, the knobs of the baselines at every clock: the sequential
-  // knob (Perseus) and the nanobatching knob (collective launched at the first slot with
-  // `nanobatching_sms`), so that the searched frontier contains the baselines' by construction.
-  bool include_baseline_knobs = true;
+  // Adds first the knobs of the baselines at every clock: the sequential knob (Perseus) and the
+  // nanobatching knob (collective launched at the first slot with `nanobatching_sms`), so that
+  // the searched frontier contains the baselines' by construction. They take 36 knobs of the
+  // Kareus grid, 10% of the smallest grids, and mostly lie off the frontier.
+  bool include_baseline_knobs = false;
   int nanobatching_sms = kDefaultNanobatchingSms;
+  // Adds one knob of every configuration (slot and SMs, and the sequential one) that has none
+  // yet, their clocks evenly spread over the clock levels. A partition's frontier is typically a
+  // few configurations swept over the clocks, and a configuration's response to the clock is
+  // smooth while neighbouring SM levels can differ sharply (the collective's time crosses the
+  // computation's): one look at each configuration tells the surrogate where the sharp parts
+  // are, and its clock term carries each look to the other clocks.
+  bool cover_configurations = true;
 };
 
 class KnobSpace {
@@ -58,10 +67,14 @@ class KnobSpace {
   const std::vector<int>& sms() const { return sms_; }
   const std::vector<std::string>& slots() const { return slots_; }
   bool has_collective() const { return !slots_.empty(); }
+  // (slot, SMs) pairs and the sequential knob: the knobs at each clock.
+  std::size_t configurations() const { return block(); }
   int sequential_sms() const { return sequential_sms_; }
 
-  // One row per knob: clock scaled to [0, 1], SMs scaled to [0, 1], one-hot slot (slots, then
-  // "none"). Without a collective only the clock.
+  // One row per knob: clock scaled to [0, 1], log(SMs) scaled to [0, 1], one-hot slot (slots,
+  // then "none"). Without a collective only the clock. The collective's time goes roughly as
+  // 1/SMs, so in log(SMs) the response is closer to stationary, which the surrogate's kernel
+  // assumes: 1→2 SMs changes as much as 10→20.
   const Eigen::MatrixXd& features() const { return features_; }
 
   // The baselines' knobs at `freq_mhz` (which must be one of the grid's clocks).
@@ -71,8 +84,9 @@ class KnobSpace {
   std::size_t nanobatching_knob(double freq_mhz, int sms = kDefaultNanobatchingSms) const;
   std::vector<std::size_t> baseline_knobs(int nanobatching_sms = kDefaultNanobatchingSms) const;
 
-  // Baseline knobs (optional), then a Latin hypercube over (clock level, slot incl. "none", SM
-  // level) with `latin_hypercube_points` distinct further knobs: each dimension's levels evenly
+  // Baseline knobs (optional), one knob per configuration (optional), then a Latin hypercube
+  // over (clock level, slot incl. "none", SM level) with `latin_hypercube_points` distinct further
+  // knobs: each dimension's levels evenly
   // covered (each level at least once when there are as many points as levels), randomly paired
   // for the seed; a repeat moves to the nearest unused knob, changing the SM level first, then the
   // slot, then the clock. Deterministic for a seed; never larger than the grid.

@@ -60,8 +60,9 @@ KnobSpace knob_space_for(const workload::Partition& partition, const hardware::G
   return KnobSpace::make(std::move(clocks), std::move(sms), std::move(slots), partition.collective ? grid.sequential_sms : 0);
 }
 
-std::size_t default_initial_points(const KnobSpace& space) {
+std::size_t default_initial_points(const KnobSpace& space, bool cover_configurations) {
   const auto features = static_cast<std::size_t>(space.features().cols());
+  if (cover_configurations) return space.configurations() > features ? 0 : features + 1 - space.configurations();
   const auto two_percent = static_cast<std::size_t>(std::ceil(0.02 * static_cast<double>(space.size())));
   return std::max(two_percent, features + 1);
 }
@@ -74,9 +75,10 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
   p.space = knob_space_for(partition, gpu, options.grid);
   p.options = options;
   p.mobo.batch_size = options.batch_size;
-  p.mobo.initial.latin_hypercube_points = options.initial_points.value_or(default_initial_points(p.space));
+  p.mobo.initial.latin_hypercube_points = options.initial_points.value_or(default_initial_points(p.space, options.cover_configurations));
   p.mobo.initial.seed = options.seed;
   p.mobo.initial.include_baseline_knobs = options.include_baseline_knobs;
+  p.mobo.initial.cover_configurations = options.cover_configurations;
   p.mobo.stop_threshold = options.stop_threshold;
   if (options.mode == SearchMode::kMobo) p.initial_design_size = p.space.initial_design_size(p.mobo.initial);
   const auto fifteen_percent = static_cast<std::size_t>(std::ceil(0.15 * static_cast<double>(p.space.size())));
@@ -86,12 +88,14 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
   p.budget = options.budget.value_or(default_budget);
   if (p.budget < 1) throw InputError({"", 0, 0, "--budget"}, "the budget must be at least 1 measurement");
   if (options.mode == SearchMode::kMobo && p.budget < p.initial_design_size) {
+    InitialDesignOptions without_hypercube = p.mobo.initial;
+    without_hypercube.latin_hypercube_points = 0;
+    const std::size_t before_hypercube = p.space.initial_design_size(without_hypercube);
     throw InputError({"", 0, 0, "--budget"},
-                     fmt::format("budget {} is below the initial design of partition {} ({} knobs: {} baseline "
-                                 "knobs and {} Latin hypercube points)",
-                                 p.budget, partition.key, p.initial_design_size,
-                                 p.initial_design_size - std::min(p.initial_design_size, p.mobo.initial.latin_hypercube_points),
-                                 std::min(p.initial_design_size, p.mobo.initial.latin_hypercube_points)));
+                     fmt::format("budget {} is below the initial design of partition {}: {} knobs ({} for the "
+                                 "baselines and one per configuration, {} Latin hypercube points)",
+                                 p.budget, partition.key, p.initial_design_size, before_hypercube,
+                                 p.initial_design_size - before_hypercube));
   }
   return p;
 }

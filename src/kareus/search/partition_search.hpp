@@ -55,16 +55,18 @@ struct PartitionSearchOptions {
   std::uint64_t seed = 0;
   // Latin hypercube points of the initial design; default: default_initial_points().
   std::optional<std::size_t> initial_points;
-  bool include_baseline_knobs = true;  // see InitialDesignOptions
+  bool include_baseline_knobs = false;  // see InitialDesignOptions
+  bool cover_configurations = true;     // see InitialDesignOptions
   std::optional<double> stop_threshold;
   int max_failures = 2;
   bool parallel = true;
   GridOptions grid;
 };
 
-// Latin hypercube points when the caller does not say: 2% of the grid, at least features + 1 (the
-// baselines' knobs already cover every clock).
-std::size_t default_initial_points(const KnobSpace& space);
+// Latin hypercube points when the caller does not say: none when the design covers every
+// configuration (one knob each is at least as many as the surrogate has features + 1), else 2% of
+// the grid, at least features + 1.
+std::size_t default_initial_points(const KnobSpace& space, bool cover_configurations);
 
 // A checked request for one partition: nothing has been measured or written yet.
 struct PreparedSearch {
