@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include "kareus/core/error.hpp"
@@ -149,17 +150,26 @@ class BatchState {
   double mu_eff(std::size_t i) const { return mu_e_(idx(i)); }
   double mu_real(std::size_t i) const { return mu_eff(i) + o_.static_power_w * mu_t(i); }
 
-  double optimistic_t(std::size_t i) const { return mu_t(i) - o_.optimism * sd_t(i); }
+  // Expected reduction of the fastest time known (observed, or assumed in this batch) if the
+  // candidate is measured: E[max(0, t_fastest − T)] for T ~ N(μ, σ²).
+  double expected_speedup(std::size_t i) const {
+    const double gap = real_front_.front().time_s - mu_t(i);
+    const double sd = sd_t(i);
+    if (!(sd > 0)) return std::max(0.0, gap);
+    const double z = gap / sd;
+    return sd * (z * 0.5 * std::erfc(-z / std::sqrt(2.0)) + std::exp(-0.5 * z * z) / std::sqrt(2.0 * std::numbers::pi));
+  }
   double sd_eff(std::size_t i) const { return std::sqrt(std::max(0.0, var_e_(idx(i)))); }
   // The improvement a candidate promises: expected (over the two models' Gaussian predictions,
   // by a 4×4 Gauss–Hermite rule), or at its optimistic point.
-  double improvement(std::size_t i, bool real) const {
+  double improvement(std::size_t i, bool real) const { return improvement(i, real, o_.optimism); }
+  double improvement(std::size_t i, bool real, double optimism) const {
     const std::vector<TimeEnergy>& front = real ? real_front_ : eff_front_;
     const TimeEnergy& ref = real ? ref_real_ : ref_eff_;
     const double p = real ? o_.static_power_w : 0.0;
     if (!o_.expected_improvement) {
       const double sd_e = real ? sd_real(i) : sd_eff(i);
-      TimeEnergy q{mu_t(i) - o_.optimism * sd_t(i), mu_eff(i) + p * mu_t(i) - o_.optimism * sd_e};
+      TimeEnergy q{mu_t(i) - optimism * sd_t(i), mu_eff(i) + p * mu_t(i) - optimism * sd_e};
       return improvement_over_pareto(front, q, ref);
     }
     double sum = 0;
@@ -183,7 +193,10 @@ class BatchState {
     TimeEnergy eff{mu_t(i) - k * sd_t(i), mu_eff(i) - k * sd_e};
     return improvement_over_pareto(real_front_, real, ref_real_) > 0 || improvement_over_pareto(eff_front_, eff, ref_eff_) > 0;
   }
-  double best_improvement(std::size_t i) const { return std::max(hvi_real(i) / area_real_, hvi_eff(i) / area_eff_); }
+  // The better of the two improvements, each relative to its front's box, at `optimism` sds.
+  double best_improvement(std::size_t i, double optimism) const {
+    return std::max(improvement(i, true, optimism) / area_real_, improvement(i, false, optimism) / area_eff_);
+  }
   double uncertainty(std::size_t i) const { return sd_t(i) / sd_time_ + sd_real(i) / sd_energy_; }
   double observed_hv_real() const { return hv_real_ > 0 ? hv_real_ : area_real_; }
 
@@ -277,16 +290,31 @@ BatchPlan plan_batch(std::span<const Observed> observed, const GpPrediction& tim
   std::size_t shortfall = 0;
   shortfall += greedy(s, counts[0], PickPass::kHvReal, [&](std::size_t i) { return s.hvi_real(i); }, true);
   shortfall += greedy(s, counts[1], PickPass::kHvEffective, [&](std::size_t i) { return s.hvi_eff(i); }, true);
-  // Fastest predicted: lowest time at the same optimism as the improvements.
-  shortfall += greedy(s, counts[2], PickPass::kFastest, [&](std::size_t i) { return -s.optimistic_t(i); }, false);
+  // Fastest predicted: the largest expected gain on the fastest time known. (The lowest mean is
+  // no help when many knobs share a time floor, a collective's time at its bandwidth limit: the
+  // pass would fill with knobs no faster than one already measured.)
+  // When no candidate has a chance (the gain underflows to 0), the lowest mean.
+  shortfall += greedy(s, counts[2], PickPass::kFastest, [&](std::size_t i) {
+    const double gain = s.expected_speedup(i);
+    return gain > 0 ? gain : -s.mu_t(i);
+  }, false);
   // Most uncertain among the candidates that may still improve either front (Pareto active
   // learning's rule: uncertainty about the frontier, not about the whole grid); among all when
   // too few may.
   shortfall += greedy(s, counts[3], PickPass::kUncertain, [&](std::size_t i) {
     return s.may_improve(i) ? 1e6 + s.uncertainty(i) : s.uncertainty(i);
   }, false);
-  std::size_t left = greedy(s, shortfall, PickPass::kBackfill, [&](std::size_t i) { return s.best_improvement(i); }, true);
-  greedy(s, left, PickPass::kBackfill, [&](std::size_t i) { return s.uncertainty(i); }, false);
+  // Back-fill by the better improvement, at growing optimism while no candidate improves: a
+  // candidate one or two sds of luck away from the front is a better bet than the most uncertain
+  // knob of the grid, typically a slow corner no front will ever reach.
+  std::size_t left = shortfall;
+  for (double optimism : {options.optimism, 1.0, 2.0, 3.0}) {
+    if (optimism < options.optimism) continue;
+    left = greedy(s, left, PickPass::kBackfill, [&](std::size_t i) { return s.best_improvement(i, optimism); }, true);
+  }
+  greedy(s, left, PickPass::kBackfill, [&](std::size_t i) {
+    return s.may_improve(i) ? 1e6 + s.uncertainty(i) : s.uncertainty(i);
+  }, false);
   return std::move(s.plan());
 }
 

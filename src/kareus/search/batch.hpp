@@ -2,7 +2,7 @@
 // plain data. Passes, each excluding earlier picks:
 //   1. ~40%: hypervolume improvement in (real energy, time),
 //   2. ~20%: hypervolume improvement in (effective energy, time),
-//   3. ~20%: the fastest predicted,
+//   3. ~20%: the fastest predicted (the likeliest to beat the fastest time known),
 //   4. the rest: the most uncertain (among those that may still improve a front, when any may);
 // places a pass cannot fill (no candidate improves) are back-filled at the end by the better of
 // the two (normalised) improvements, then by uncertainty.
