@@ -99,19 +99,24 @@ TEST(KnobSpace, InitialDesignStartsWithTheBaselinesAndIsDeterministic) {
   EXPECT_EQ(s.initial_design(o).size(), s.size());
 }
 
-RC_GTEST_PROP(KnobSpace, LatinHypercubeCoversEachDimensionsLevels, ()) {
-  const int clocks = *rc::gen::inRange(1, 20);
-  const int sms = *rc::gen::inRange(1, 12);
-  const int slots = *rc::gen::inRange(1, 8);
-  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
-  const bool baselines = *rc::gen::arbitrary<bool>();
+// A grid of `clocks` clocks 30 MHz apart, SM levels 3, 6, ... and slots slot_0, slot_1, ...
+KnobSpace regular_grid(int clocks, int sms, int slots) {
   std::vector<double> f;
   for (int i = 0; i < clocks; ++i) f.push_back(900 + 30 * i);
   std::vector<int> m;
   for (int i = 0; i < sms; ++i) m.push_back(3 * (i + 1));
   std::vector<std::string> names;
   for (int i = 0; i < slots; ++i) names.push_back("slot_" + std::to_string(i));
-  KnobSpace s = KnobSpace::make(f, m, names, 20);
+  return KnobSpace::make(f, m, names, 20);
+}
+
+RC_GTEST_PROP(KnobSpace, LatinHypercubeCoversEachDimensionsLevels, ()) {
+  const int clocks = *rc::gen::inRange(1, 20);
+  const int sms = *rc::gen::inRange(1, 12);
+  const int slots = *rc::gen::inRange(1, 8);
+  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
+  const bool baselines = *rc::gen::arbitrary<bool>();
+  KnobSpace s = regular_grid(clocks, sms, slots);
   const std::size_t levels = static_cast<std::size_t>(std::max({clocks, sms, slots + 1}));
   const std::size_t n = std::min(s.size() / 2, levels + *rc::gen::inRange<std::size_t>(0, 3 * levels));
   RC_PRE(n >= levels);
@@ -179,13 +184,7 @@ RC_GTEST_PROP(KnobSpace, CoveringDesignHasOneKnobPerConfigurationOnSpreadClocks,
   const int sms = *rc::gen::inRange(1, 12);
   const int slots = *rc::gen::inRange(0, 4);
   const bool baselines = *rc::gen::arbitrary<bool>();
-  std::vector<double> f;
-  for (int i = 0; i < clocks; ++i) f.push_back(900 + 30 * i);
-  std::vector<int> m;
-  for (int i = 0; i < sms; ++i) m.push_back(3 * (i + 1));
-  std::vector<std::string> names;
-  for (int i = 0; i < slots; ++i) names.push_back("slot_" + std::to_string(i));
-  KnobSpace s = KnobSpace::make(f, m, names, 20);
+  KnobSpace s = regular_grid(clocks, sms, slots);
   InitialDesignOptions o;
   o.seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
   o.include_baseline_knobs = baselines;
