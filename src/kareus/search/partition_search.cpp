@@ -1,6 +1,7 @@
 #include "kareus/search/partition_search.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -88,14 +89,21 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
   p.budget = options.budget.value_or(default_budget);
   if (p.budget < 1) throw InputError({"", 0, 0, "--budget"}, "the budget must be at least 1 measurement");
   if (options.mode == SearchMode::kMobo && p.budget < p.initial_design_size) {
-    InitialDesignOptions without_hypercube = p.mobo.initial;
-    without_hypercube.latin_hypercube_points = 0;
-    const std::size_t before_hypercube = p.space.initial_design_size(without_hypercube);
-    throw InputError({"", 0, 0, "--budget"},
-                     fmt::format("budget {} is below the initial design of partition {}: {} knobs ({} for the "
-                                 "baselines and one per configuration, {} Latin hypercube points)",
-                                 p.budget, partition.key, p.initial_design_size, before_hypercube,
-                                 p.initial_design_size - before_hypercube));
+    // What the design is made of, for the message.
+    InitialDesignOptions part = p.mobo.initial;
+    part.latin_hypercube_points = 0;
+    const std::size_t before_hypercube = p.space.initial_design_size(part);
+    part.cover_configurations = false;
+    const std::size_t baselines = p.space.initial_design_size(part);
+    std::vector<std::string> parts;
+    if (baselines > 0) parts.push_back(fmt::format("{} baseline knobs", baselines));
+    if (before_hypercube > baselines) parts.push_back(fmt::format("{} to cover every configuration", before_hypercube - baselines));
+    if (p.initial_design_size > before_hypercube) {
+      parts.push_back(fmt::format("{} Latin hypercube points", p.initial_design_size - before_hypercube));
+    }
+    throw InputError({"", 0, 0, "--budget"}, fmt::format("budget {} is below the initial design of partition {}: {} knobs ({})",
+                                                         p.budget, partition.key, p.initial_design_size,
+                                                         fmt::join(parts, ", ")));
   }
   return p;
 }
