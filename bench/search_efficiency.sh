@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the sample-efficiency table of `kareus search` (the issue's figure): for every
 # partition of the ten Kareus evaluation configs on the simulated A100 (a model, not a
-# measurement), HV(found)/HV(exhaustive) in (real energy, time) for MOBO and random sampling at
-# 10/15/20% of the grid and at the Kareus artifact's budget (96 + 4×32).
+# measurement), HV(found)/HV(exhaustive) in (real energy, time) for MOBO (worst of seeds 1-3) and
+# random sampling at 10/15/20% of the grid and at the Kareus artifact's budget (96 + 4×32).
+# About 45 minutes on 2 cores; `--seeds 1` takes about 15.
 #
 # Usage: bench/search_efficiency.sh [BUILD_DIR] [kareus_search_efficiency flags, e.g. --configs 0,1]
 # Writes bench/results/search_efficiency.md and .json; prints the table.
