@@ -198,6 +198,9 @@ class BatchState {
     return std::max(improvement(i, true, optimism) / area_real_, improvement(i, false, optimism) / area_eff_);
   }
   double uncertainty(std::size_t i) const { return sd_t(i) / sd_time_ + sd_real(i) / sd_energy_; }
+  // Uncertainty, ranking first the candidates that may still improve either front (Pareto active
+  // learning's rule: uncertainty about the frontier, not about the whole grid).
+  double frontier_uncertainty(std::size_t i) const { return may_improve(i) ? 1e6 + uncertainty(i) : uncertainty(i); }
   double observed_hv_real() const { return hv_real_ > 0 ? hv_real_ : area_real_; }
 
   void pick(std::size_t i, PickPass pass) {
@@ -298,12 +301,9 @@ BatchPlan plan_batch(std::span<const Observed> observed, const GpPrediction& tim
     const double gain = s.expected_speedup(i);
     return gain > 0 ? gain : -s.mu_t(i);
   }, false);
-  // Most uncertain among the candidates that may still improve either front (Pareto active
-  // learning's rule: uncertainty about the frontier, not about the whole grid); among all when
-  // too few may.
-  shortfall += greedy(s, counts[3], PickPass::kUncertain, [&](std::size_t i) {
-    return s.may_improve(i) ? 1e6 + s.uncertainty(i) : s.uncertainty(i);
-  }, false);
+  // Most uncertain among the candidates that may still improve either front; among all when too
+  // few may.
+  shortfall += greedy(s, counts[3], PickPass::kUncertain, [&](std::size_t i) { return s.frontier_uncertainty(i); }, false);
   // Back-fill by the better improvement, at growing optimism while no candidate improves: a
   // candidate one or two sds of luck away from the front is a better bet than the most uncertain
   // knob of the grid, typically a slow corner no front will ever reach.
@@ -312,9 +312,7 @@ BatchPlan plan_batch(std::span<const Observed> observed, const GpPrediction& tim
     if (optimism < options.optimism) continue;
     left = greedy(s, left, PickPass::kBackfill, [&](std::size_t i) { return s.best_improvement(i, optimism); }, true);
   }
-  greedy(s, left, PickPass::kBackfill, [&](std::size_t i) {
-    return s.may_improve(i) ? 1e6 + s.uncertainty(i) : s.uncertainty(i);
-  }, false);
+  greedy(s, left, PickPass::kBackfill, [&](std::size_t i) { return s.frontier_uncertainty(i); }, false);
   return std::move(s.plan());
 }
 

@@ -196,8 +196,8 @@ std::vector<std::size_t> KnobSpace::initial_design(const InitialDesignOptions& o
   const std::size_t n = std::min(options.latin_hypercube_points, size() - design.size());
   if (n == 0) return design;
 
-  // Slot levels: the partition's slots, then "none". The baselines already measure "none" (the
-  // sequential knob) at every clock, so then the hypercube spreads over the slots alone: a point
+  // Slot levels: the partition's slots, then "none". The baselines or the covering part already
+  // measure "none" (the sequential knob), so then the hypercube spreads over the slots alone: a point
   // sent to "none" would only fall back to a neighbour with the fewest SMs.
   const bool none_measured = (options.include_baseline_knobs || options.cover_configurations) && !slots_.empty();
   const std::size_t slot_levels = slots_.size() + (none_measured ? 0 : 1);
