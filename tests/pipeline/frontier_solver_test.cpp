@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -197,6 +198,38 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
     RC_ASSERT(energy.has_value());
     RC_ASSERT(*energy <= q.energy_j);
   }
+}
+
+// solve_frontier evaluates the steps on a second thread, in batches: its front must be the Pareto
+// set of every plan of every step, as one solver's next() gives them, none lost or reordered.
+RC_GTEST_PROP(FrontierSolver, SolveFrontierKeepsTheParetoPlansOfEveryStep, ()) {
+  const int stages = *rc::gen::inRange(1, 5);
+  const int microbatches = *rc::gen::inRange(1, 9);
+  OptionTable table = *testing::random_table(stages, 2, 8);
+  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
+  const SolverOptions options{.p_blocking_w = 60, .unit_time_s = 5e-4, .local_search_rounds = 0};
+  Frontier front = solve_frontier(table, schedule, options);
+  FrontierSolver solver(table, schedule, options);
+  std::vector<FrontierPoint> plans;
+  for (auto step = solver.next(); !step.empty(); step = solver.next()) {
+    plans.insert(plans.end(), step.begin(), step.end());
+  }
+  RC_CLASSIFY(solver.stats().steps > 64, "more than two batches of steps");
+  auto same_time = [](double a, double b) { return std::abs(a - b) <= 1e-8 * std::max(a, b); };
+  for (const FrontierPoint& kept : front.points) {
+    // A plan of some step, and no plan of any step is better.
+    RC_ASSERT(std::ranges::any_of(plans, [&](const FrontierPoint& p) {
+      return p.assignment == kept.assignment;
+    }));
+    for (const FrontierPoint& p : plans) RC_ASSERT(!(p.time_s <= kept.time_s && p.energy_j < kept.energy_j));
+  }
+  for (const FrontierPoint& p : plans) {
+    // Every plan is matched or beaten by a kept one no later (up to the front's equal-time rule).
+    RC_ASSERT(std::ranges::any_of(front.points, [&](const FrontierPoint& kept) {
+      return (kept.time_s <= p.time_s || same_time(kept.time_s, p.time_s)) && kept.energy_j <= p.energy_j;
+    }));
+  }
+  RC_ASSERT(front.total_points == static_cast<long>(plans.size()));
 }
 
 TEST(FrontierSolver, EnergyChargesIdleTimeAtBlockingPower) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <bit>
@@ -198,43 +199,43 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
   }
   for (const Instruction& ins : dag_.instructions()) cost_of_.push_back(cost_index(ins));
   build_model(options.unit_time_s);
-  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) durations_.push_back(costs_[cost_of_[v]].max_units());
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    durations_.push_back(model().costs[cost_of_[v]].max_units());
+  }
   makespan_ = dag_.makespan<long>(durations_);
   std::vector<double> fastest;
-  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) fastest.push_back(costs_[cost_of_[v]].options()[0].time_s);
-  stats_.initial_time_s = static_cast<double>(makespan_) * unit_time_s_;
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) fastest.push_back(model().candidates_of[v][0].time_s);
+  stats_.initial_time_s = planned_time_s();
   stats_.fastest_time_s = dag_.makespan<double>(fastest);
 }
 
 void FrontierSolver::build_model(double unit_time_s) {
-  unit_time_s_ = unit_time_s;
-  costs_.clear();
+  Model& m = models_.emplace_back();
+  m.unit_time_s = unit_time_s;
   for (int stage = 0; stage < table_.num_stages(); ++stage) {
     for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      costs_.emplace_back(table_.at(stage, type), options_.p_blocking_w, unit_time_s,
-                          options_.cost_model, fmt::format("stage {} {}", stage, to_string(type)));
+      m.costs.emplace_back(table_.at(stage, type), options_.p_blocking_w, unit_time_s, options_.cost_model,
+                           fmt::format("stage {} {}", stage, to_string(type)));
     }
   }
   double total_range_j = 0;
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
-    const OperationCost& c = costs_[cost_of_[v]];
+    const OperationCost& c = m.costs[cost_of_[v]];
     total_range_j += c.model_cost_j(c.min_units()) - c.model_cost_j(c.max_units());
   }
   // Integer cost units: nanojoules, coarser only when the totals would crowd 64-bit flows.
-  cost_scale_ = std::min(1e9, 1e13 / std::max(total_range_j, 1e-9));
-  slope_.clear();
-  for (const OperationCost& c : costs_) {
+  m.cost_scale = std::min(1e9, 1e13 / std::max(total_range_j, 1e-9));
+  for (const OperationCost& c : m.costs) {
     std::vector<std::int64_t> slope;
     for (long d = c.min_units(); d < c.max_units(); ++d) {
-      slope.push_back(std::llround(cost_scale_ * c.lengthening_saving_j(d)));
+      slope.push_back(std::llround(m.cost_scale * c.lengthening_saving_j(d)));
     }
     for (std::size_t k = 1; k < slope.size(); ++k) {
       KAREUS_CHECK(slope[k] <= slope[k - 1], "cost model is not convex");
     }
-    slope_.push_back(std::move(slope));
+    m.slope.push_back(std::move(slope));
   }
-  candidates_of_.clear();
-  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) candidates_of_.push_back(costs_[cost_of_[v]].options());
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) m.candidates_of.push_back(m.costs[cost_of_[v]].options());
   force_cut_ = true;
 }
 
@@ -243,10 +244,12 @@ void FrontierSolver::build_model(double unit_time_s) {
 // resolution. Each instruction's duration becomes its current option's time in the finer unit.
 void FrontierSolver::refine() {
   std::vector<std::size_t> option(dag_.num_nodes());
-  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) option[v] = costs_[cost_of_[v]].frugal_for(durations_[v]);
-  build_model(unit_time_s_ / kRefineFactor);
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
-    const OperationCost& c = costs_[cost_of_[v]];
+    option[v] = model().costs[cost_of_[v]].frugal_for(durations_[v]);
+  }
+  build_model(model().unit_time_s / kRefineFactor);
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    const OperationCost& c = model().costs[cost_of_[v]];
     durations_[v] = std::clamp(c.options()[option[v]].quantized_units, c.min_units(), c.max_units());
   }
   makespan_ = dag_.makespan<long>(durations_);
@@ -254,24 +257,24 @@ void FrontierSolver::refine() {
 }
 
 std::int64_t FrontierSolver::upper(std::size_t node) const {
-  const OperationCost& c = costs_[cost_of_[node]];
+  const OperationCost& c = model().costs[cost_of_[node]];
   long d = durations_[node];
   if (d <= c.min_units()) return FlowNetwork::kUnbounded;
-  return slope_[cost_of_[node]][static_cast<std::size_t>(d - 1 - c.min_units())];
+  return model().slope[cost_of_[node]][static_cast<std::size_t>(d - 1 - c.min_units())];
 }
 
 std::int64_t FrontierSolver::lower(std::size_t node) const {
-  const OperationCost& c = costs_[cost_of_[node]];
+  const OperationCost& c = model().costs[cost_of_[node]];
   long d = durations_[node];
   if (d >= c.max_units()) return 0;
-  return slope_[cost_of_[node]][static_cast<std::size_t>(d - c.min_units())];
+  return model().slope[cost_of_[node]][static_cast<std::size_t>(d - c.min_units())];
 }
 
 std::int64_t FrontierSolver::model_cost_units() const {
   std::int64_t total = 0;
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
-    const OperationCost& c = costs_[cost_of_[v]];
-    const auto& slope = slope_[cost_of_[v]];
+    const OperationCost& c = model().costs[cost_of_[v]];
+    const auto& slope = model().slope[cost_of_[v]];
     // Cost relative to the slowest duration: the sum of the savings given up.
     for (long d = durations_[v]; d < c.max_units(); ++d) total += slope[static_cast<std::size_t>(d - c.min_units())];
   }
@@ -329,86 +332,107 @@ bool FrontierSolver::step() {
   return true;
 }
 
-std::vector<std::size_t> FrontierSolver::choose(Variant variant) const {
+FrontierSolver::PlannedStep FrontierSolver::planned_step() const {
+  return {.durations = durations_, .makespan = makespan_, .model = &model()};
+}
+
+std::vector<std::size_t> FrontierSolver::choose(const PlannedStep& step, Variant variant) const {
   std::vector<std::size_t> chosen(dag_.num_nodes());
   for (std::size_t v = 0; v < chosen.size(); ++v) {
-    const OperationCost& c = costs_[cost_of_[v]];
+    const OperationCost& c = step.model->costs[cost_of_[v]];
     switch (variant) {
-      case Variant::kFrugal: chosen[v] = c.frugal_for(durations_[v]); break;
-      case Variant::kTight: chosen[v] = c.tight_for(durations_[v]); break;
+      case Variant::kFrugal: chosen[v] = c.frugal_for(step.durations[v]); break;
+      case Variant::kTight: chosen[v] = c.tight_for(step.durations[v]); break;
       case Variant::kFastest: chosen[v] = 0; break;
     }
   }
   return chosen;
 }
 
-FrontierPoint FrontierSolver::realize(std::vector<std::size_t> chosen, double allowed_time_s,
-                                     double model_energy_j) const {
+FrontierPoint FrontierSolver::realize(const Model& model, std::vector<std::size_t> chosen,
+                                     double allowed_time_s) const {
   const std::size_t n = dag_.num_nodes();
   std::vector<double> time(n);
-  for (std::size_t v = 0; v < n; ++v) time[v] = candidates_of_[v][chosen[v]].time_s;
+  for (std::size_t v = 0; v < n; ++v) time[v] = model.candidates_of[v][chosen[v]].time_s;
   // Reclaiming slack keeps the iteration time unless it may grow to allowed_time_s.
   std::optional<double> kept_time_s;
   if (options_.reclaim_slack) {
-    double before = reclaim_slack(dag_, candidates_of_, chosen, time, allowed_time_s);
+    double before = reclaim_slack(dag_, model.candidates_of, chosen, time, allowed_time_s);
     if (allowed_time_s <= before) kept_time_s = before;
   }
   FrontierPoint point;
   point.assignment.resize(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    const Candidate& cand = candidates_of_[v][chosen[v]];
+    const Candidate& cand = model.candidates_of[v][chosen[v]];
     point.assignment[v] = static_cast<std::uint16_t>(cand.option);
     sum_effective += cand.effective_energy_j;
   }
   point.time_s = kept_time_s ? *kept_time_s : dag_.makespan<double>(time);
   point.energy_j = sum_effective + options_.p_blocking_w * table_.num_stages() * point.time_s;
-  stamp(point, model_energy_j);
   return point;
 }
 
-double FrontierSolver::model_energy_j() const {
+double FrontierSolver::model_energy_j(const PlannedStep& step) const {
   double model_energy = 0;
-  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) model_energy += costs_[cost_of_[v]].model_cost_j(durations_[v]);
-  return model_energy + options_.p_blocking_w * table_.num_stages() * planned_time_s();
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    model_energy += step.model->costs[cost_of_[v]].model_cost_j(step.durations[v]);
+  }
+  const double planned_time_s = static_cast<double>(step.makespan) * step.model->unit_time_s;
+  return model_energy + options_.p_blocking_w * table_.num_stages() * planned_time_s;
 }
 
-void FrontierSolver::stamp(FrontierPoint& point, double model_energy_j) const {
-  point.planned_time_s = planned_time_s();
-  point.model_energy_j = model_energy_j;
-}
-
-std::vector<FrontierPoint> FrontierSolver::next() {
-  if (finished_) return {};
+std::optional<FrontierSolver::PlannedStep> FrontierSolver::advance() {
+  if (finished_) return std::nullopt;
   if (started_ && !step()) {
     if (options_.refine_fast_end && !refined_) {
       refine();
-      if (step()) return next_plans();
+      if (step()) return planned_step();
     }
     finished_ = true;
-    // The fastest plan there is: every instruction at its fastest option, slack reclaimed. Units
-    // hide differences below one unit, so the last step's plans may be a little slower.
-    return {realize(choose(Variant::kFastest), 0.0, model_energy_j())};
+    PlannedStep closing = planned_step();
+    closing.fastest = true;
+    return closing;
   }
   started_ = true;
-  return next_plans();
+  return planned_step();
 }
 
-std::vector<FrontierPoint> FrontierSolver::next_plans() {
+std::vector<FrontierPoint> FrontierSolver::next() {
+  std::optional<PlannedStep> step = advance();
+  return step ? evaluate(*step) : std::vector<FrontierPoint>{};
+}
+
+std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
+  const double planned_time_s = static_cast<double>(step.makespan) * step.model->unit_time_s;
+  const double model_energy = model_energy_j(step);
+  auto stamp = [&](FrontierPoint& point) {
+    point.planned_time_s = planned_time_s;
+    point.model_energy_j = model_energy;
+  };
+  if (step.fastest) {
+    // The fastest plan there is: every instruction at its fastest option, slack reclaimed. Units
+    // hide differences below one unit, so the last step's plans may be a little slower.
+    FrontierPoint fastest = realize(*step.model, choose(step, Variant::kFastest), 0.0);
+    stamp(fastest);
+    return {std::move(fastest)};
+  }
   // Consecutive steps often assign the same options; their plans are the same and are not
   // evaluated again, only restamped with the step's planned time and model energy.
   std::vector<FrontierPoint> plans;
-  const double model_energy = model_energy_j();
   for (Variant variant : {Variant::kFrugal, Variant::kTight}) {
-    std::vector<std::size_t> chosen = choose(variant);
+    std::vector<std::size_t> chosen = choose(step, variant);
     Realized& last = last_realized_[variant == Variant::kFrugal ? 0 : 1];
-    if (last.chosen != chosen) last = {chosen, realize(chosen, 0.0, model_energy)};
-    else stamp(last.point, model_energy);
+    if (last.model != step.model || last.chosen != chosen) {
+      last = {chosen, step.model, realize(*step.model, chosen, 0.0)};
+    }
+    stamp(last.point);
     if (plans.empty() || last.point.assignment != plans.front().assignment) plans.push_back(last.point);
   }
   // Filling the planned makespan differs from the frugal plan only when that one is faster.
-  if (options_.reclaim_slack && plans.front().time_s < planned_time_s()) {
-    FrontierPoint plan = realize(last_realized_[0].chosen, planned_time_s(), model_energy);
+  if (options_.reclaim_slack && plans.front().time_s < planned_time_s) {
+    FrontierPoint plan = realize(*step.model, last_realized_[0].chosen, planned_time_s);
+    stamp(plan);
     if (plan.assignment != plans.front().assignment) plans.push_back(std::move(plan));
   }
   return plans;
@@ -417,14 +441,15 @@ std::vector<FrontierPoint> FrontierSolver::next_plans() {
 std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
     const FrontierPoint& plan, const std::function<bool(double, double)>& dominated) const {
   const std::size_t n = dag_.num_nodes();
+  const std::span<const std::span<const Candidate>> candidates_of = model().candidates_of;
   KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");
   std::vector<std::size_t> at(n);  // candidate index per node
   std::vector<double> time(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    at[v] = costs_[cost_of_[v]].candidate_of(plan.assignment[v]);
-    time[v] = candidates_of_[v][at[v]].time_s;
-    sum_effective += candidates_of_[v][at[v]].effective_energy_j;
+    at[v] = model().costs[cost_of_[v]].candidate_of(plan.assignment[v]);
+    time[v] = candidates_of[v][at[v]].time_s;
+    sum_effective += candidates_of[v][at[v]].effective_energy_j;
   }
   std::vector<double> finish = dag_.earliest_finish<double>(time);
   std::vector<double> tail = dag_.longest_after<double>(time);
@@ -432,7 +457,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   const double idle_power_w = options_.p_blocking_w * table_.num_stages();
   std::vector<Move> moves;
   auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {
-    return sum_effective - candidates_of_[v][at[v]].effective_energy_j + to.effective_energy_j +
+    return sum_effective - candidates_of[v][at[v]].effective_energy_j + to.effective_energy_j +
            idle_power_w * new_makespan;
   };
   // A move no faster and no more frugal than the plan itself is dominated by it, or by what
@@ -445,7 +470,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   };
   // One option slower: only the paths through v grow, so the new makespan is immediate.
   for (std::size_t v = 0; v < n; ++v) {
-    auto candidates = candidates_of_[v];
+    auto candidates = candidates_of[v];
     if (at[v] + 1 < candidates.size()) {
       move(v, candidates[at[v] + 1], std::max(makespan, finish[v] - time[v] + candidates[at[v] + 1].time_s + tail[v]));
     }
@@ -463,14 +488,14 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   for (std::size_t v : bottlenecks(finish, time, on_critical_path)) {
     if (at[v] == 0) continue;
     critical.push_back(v);
-    largest_saving = std::max(largest_saving, time[v] - candidates_of_[v][at[v] - 1].time_s);
+    largest_saving = std::max(largest_saving, time[v] - candidates_of[v][at[v] - 1].time_s);
   }
   if (critical.empty()) return moves;
   std::vector<double> avoiding =
       longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving);
   for (std::size_t k = 0; k < critical.size(); ++k) {
     const std::size_t v = critical[k];
-    const Candidate& faster = candidates_of_[v][at[v] - 1];
+    const Candidate& faster = candidates_of[v][at[v] - 1];
     const double new_makespan = std::max(makespan - (time[v] - faster.time_s), avoiding[k]);
     if (new_makespan < makespan) move(v, faster, new_makespan);
   }
@@ -500,12 +525,40 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     front.insert_or_assign(point.time_s, std::move(point));
     return true;
   };
-  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
-    if (progress && solver.stats().steps % 256 == 0) {
-      progress({solver.stats().steps, solver.planned_time_s(), &solver.stats()});
+  // Phillips–Dessouky steps run on this thread; batches of their planned durations are turned into
+  // plans and offered to the front on another, one batch behind. Evaluation is a third of the work
+  // and in step order, so the result is the same as one thread's.
+  constexpr std::size_t kStepBatch = 32;
+  std::vector<FrontierSolver::PlannedStep> batch, evaluating;
+  tbb::task_group evaluation;
+  auto evaluate_batch = [&] {
+    for (const FrontierSolver::PlannedStep& step : evaluating) {
+      for (FrontierPoint& point : solver.evaluate(step)) offer(std::move(point));
     }
-    for (FrontierPoint& point : plans) offer(std::move(point));
+  };
+  try {
+    for (bool more = true; more;) {
+      std::optional<FrontierSolver::PlannedStep> step = solver.advance();
+      more = step.has_value();
+      if (more) batch.push_back(std::move(*step));
+      if (batch.size() == kStepBatch || (!more && !batch.empty())) {
+        evaluation.wait();
+        std::swap(batch, evaluating);
+        batch.clear();
+        evaluation.run(evaluate_batch);
+      }
+      if (progress && more && solver.stats().steps % 256 == 0) {
+        progress({solver.stats().steps, solver.planned_time_s(), &solver.stats()});
+      }
+    }
+  } catch (...) {
+    try {
+      evaluation.wait();  // it refers to this frame
+    } catch (...) {       // the first error is the one to report
+    }
+    throw;
   }
+  evaluation.wait();
   // Pareto local search: each plan of the front is expanded into its one-option neighbours, and
   // each neighbour that enters the front is expanded in the next round. Phillips–Dessouky works on
   // the options' convex hull; this recovers discrete combinations between its plans. From the

@@ -14,13 +14,16 @@
 // that is longer than the real one, which fills the times between consecutive steps). The point's time is the critical path of the
 // real option times; its energy `Σ E + P·(S·T − Σ t)`: one GPU per stage, idle time at P.
 //
-// Thread-safety: a FrontierSolver is single-threaded; distinct solvers are independent.
+// Thread-safety: a FrontierSolver is single-threaded, with one exception: evaluate() may run on a
+// second thread while advance() runs (that is how solve_frontier turns steps into plans on one core
+// while the next steps run on another). Distinct solvers are independent.
 // Example:
 //   FrontierSolver solver(table, schedule, {.p_blocking_w = 83.64});
 //   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) use(plans);
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <span>
@@ -68,6 +71,8 @@ struct SolverStats {
 };
 
 class FrontierSolver {
+  struct Model;
+
  public:
   // Throws InputError when the table does not cover the schedule's stages or P_blocking makes an
   // operation's every effective energy negative.
@@ -75,7 +80,22 @@ class FrontierSolver {
 
   // The plans of the slowest makespan first, then of one unit faster per call, then the fastest
   // plan there is (every instruction at its fastest option, slack reclaimed); then empty.
+  // Equivalent to evaluate(*advance()) until advance() ends.
   std::vector<FrontierPoint> next();
+
+  // One step's planned durations, before they are turned into plans.
+  struct PlannedStep {
+    std::vector<long> durations;  // per node, in the step's unit
+    long makespan = 0;            // in the step's unit
+    bool fastest = false;         // the closing plan: every instruction at its fastest option
+    const Model* model = nullptr;  // the step's cost model (its unit, options and costs)
+  };
+  // Runs the next Phillips–Dessouky step (the first call: none, the slowest plan); nullopt after
+  // the closing plan.
+  std::optional<PlannedStep> advance();
+  // The plans of a step; steps must be evaluated in the order advance() returned them, since a
+  // plan equal to the last one is restamped rather than evaluated again.
+  std::vector<FrontierPoint> evaluate(const PlannedStep& step);
 
   // A plan one option away from another: `node` takes table option `option`; the plan's true time
   // and energy.
@@ -92,7 +112,7 @@ class FrontierSolver {
 
   const InstructionDag& dag() const { return dag_; }
   const SolverStats& stats() const { return stats_; }
-  double planned_time_s() const { return static_cast<double>(makespan_) * unit_time_s_; }
+  double planned_time_s() const { return static_cast<double>(makespan_) * model().unit_time_s; }
   // Current planned duration of every node, in units.
   std::span<const long> durations() const { return durations_; }
   // Sum of the model costs of the current durations, in the solver's integer cost units.
@@ -102,35 +122,39 @@ class FrontierSolver {
   struct Decision {
     std::vector<std::size_t> shorten, lengthen;
   };
+  // The cost model in one time unit: the user's, or the finer one once refined.
+  struct Model {
+    double unit_time_s = 0;
+    double cost_scale = 1e9;                    // integer cost units per joule
+    std::vector<OperationCost> costs;           // per (stage, type)
+    std::vector<std::vector<std::int64_t>> slope;  // per cost: round(scale·(c(lo+k) − c(lo+k+1)))
+    std::vector<std::span<const Candidate>> candidates_of;  // per node: costs[cost_of_[v]].options()
+  };
   static constexpr int kRefineFactor = 10;
+  const Model& model() const { return models_.back(); }
   void build_model(double unit_time_s);
   void refine();
   bool step();
-  std::vector<FrontierPoint> next_plans();
+  PlannedStep planned_step() const;
   // Which option each instruction takes for its planned duration (see the class comment).
   enum class Variant { kFrugal, kTight, kFastest };
-  std::vector<std::size_t> choose(Variant variant) const;
-  // The plan of `chosen` options with slack reclaimed up to max(real makespan, allowed_time_s),
-  // stamped with the step's model energy.
-  FrontierPoint realize(std::vector<std::size_t> chosen, double allowed_time_s, double model_energy_j) const;
-  // The cost model's energy of the current durations.
-  double model_energy_j() const;
-  // Sets the point's planned time and model energy to the current step's.
-  void stamp(FrontierPoint& point, double model_energy_j) const;
+  std::vector<std::size_t> choose(const PlannedStep& step, Variant variant) const;
+  // The plan of `chosen` options (indices into the model's candidates) with slack reclaimed up to
+  // max(real makespan, allowed_time_s); planned time and model energy are left to stamp().
+  FrontierPoint realize(const Model& model, std::vector<std::size_t> chosen, double allowed_time_s) const;
+  // The cost model's energy of the step's durations, idle time included.
+  double model_energy_j(const PlannedStep& step) const;
   std::int64_t upper(std::size_t node) const;  // integer shortening cost; kUnbounded at min
   std::int64_t lower(std::size_t node) const;  // integer lengthening saving; 0 at max
 
   const OptionTable& table_;
   SolverOptions options_;
   InstructionDag dag_;
-  std::vector<OperationCost> costs_;           // per (stage, type)
-  std::vector<std::size_t> cost_of_;           // per node
-  std::vector<std::span<const Candidate>> candidates_of_;  // per node: costs_[cost_of_[v]].options()
-  std::vector<std::vector<std::int64_t>> slope_;  // per cost: round(scale·(c(lo+k) − c(lo+k+1)))
-  double cost_scale_ = 1e9;                    // integer cost units per joule
+  std::vector<std::size_t> cost_of_;  // per node: index into a model's costs
+  // The user's unit's model, then the finer one; a deque, so steps still being evaluated keep theirs.
+  std::deque<Model> models_;
   std::vector<long> durations_;
   long makespan_ = 0;
-  double unit_time_s_ = 0;  // the current unit: the user's, or finer once refined
   bool started_ = false, finished_ = false, refined_ = false, force_cut_ = true;
   // The activity-on-arc form of the whole DAG, fixed once: vertex 0 = start, 1 = end, instruction
   // v is the arc 2+2v -> 3+2v; arcs: N instruction arcs, N start arcs, N end arcs, then one
@@ -141,6 +165,7 @@ class FrontierSolver {
   Decision last_decision_;
   struct Realized {
     std::vector<std::size_t> chosen;  // options before slack reclamation
+    const Model* model = nullptr;     // whose candidates `chosen` indexes
     FrontierPoint point;
   };
   Realized last_realized_[2];  // the last frugal and tight plans
