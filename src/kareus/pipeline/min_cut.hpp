@@ -4,8 +4,9 @@
 // with lower bounds it is the least such value over all cuts. Capacities are integers, so there is
 // no tolerance to tune; an upper bound of kUnbounded means the arc may never cross the cut forwards.
 //
-// Solved by one pass of Boost.Graph's Boykov–Kolmogorov max flow on a transformed network (see
-// min_cut.cpp); the cut is the set of vertices reachable from the source in the residual network.
+// Solved as a maximum flow on a transformed network (see min_cut.cpp) by Boost.Graph's
+// Boykov–Kolmogorov, or, when the kept flow of the last solve is a few augmenting paths short, by
+// those paths; the cut is the set of vertices reachable from the source in the residual network.
 //
 // MinCutSolver fixes a topology once and solves it for many sets of bounds, with some arcs switched
 // off: the pipeline solver's critical sub-DAG is a changing subset of one fixed DAG. Each solve works
@@ -54,8 +55,11 @@ struct ActiveArc {
 
 class MinCutSolver {
  public:
+  // A solve takes up to `residual_paths` augmenting paths straight from its residual search before
+  // handing the rest to Boykov–Kolmogorov (0: it always does; see min_cut.cpp).
+  static constexpr int kResidualPaths = 16;
   MinCutSolver(std::size_t num_vertices, std::size_t source, std::size_t sink,
-               std::span<const std::pair<std::size_t, std::size_t>> arcs);
+               std::span<const std::pair<std::size_t, std::size_t>> arcs, int residual_paths = kResidualPaths);
   ~MinCutSolver();
   MinCutSolver(MinCutSolver&&) noexcept;
   MinCutSolver& operator=(MinCutSolver&&) noexcept;
@@ -71,7 +75,7 @@ class MinCutSolver {
 };
 
 // One-off minimum cut of a whole network.
-MinCut minimum_cut(const FlowNetwork& network);
+MinCut minimum_cut(const FlowNetwork& network, int residual_paths = MinCutSolver::kResidualPaths);
 
 // Σ upper (forward) − Σ lower (backward) of a given partition; kUnbounded if an unbounded arc
 // crosses forwards. For checks and tests.
