@@ -36,15 +36,41 @@ struct MinCutSolver::Impl {
   std::vector<std::size_t> out_begin, out_arc, in_begin, in_arc;  // adjacency of the fixed arcs
 
   // The kept flow: per arc, and per vertex on the helper arcs source→v and v→sink. It is zero
-  // outside the last solve's arcs and touched vertices.
+  // wherever the capacity is.
   std::vector<std::int64_t> flow, from_source, to_sink;
 
-  // Per solve: capacities of the transformed network, zero outside `arcs_on` and `touched`.
+  // The last solve's network, updated in place by the next: each arc's bounds (zero when switched
+  // off), the transformed capacities and the balances b(v).
+  std::vector<std::int64_t> lower, upper;
+  std::vector<std::uint8_t> on;
   std::vector<std::int64_t> capacity, source_capacity, sink_capacity, balance;
-  std::vector<std::size_t> arcs_on, touched, last_arcs_on, last_touched;
-  // The switched-on arcs out of the source, and the touched vertices with a helper from it: the
-  // source's fixed arcs reach every vertex in the pipeline's topology, most of them switched off.
-  std::vector<std::size_t> source_arcs, sourced;
+  std::int64_t total_source_capacity = 0;
+  std::vector<std::size_t> arcs_on;  // the last solve's arcs
+  // Stands in for an unbounded capacity: more than any finite cut, and every flow stays in 64 bits.
+  std::int64_t big;
+
+  // Indices kept in a list the searches walk instead of the whole topology; an entry whose
+  // capacity has gone is skipped, and dropped now and then.
+  struct Listed {
+    std::vector<std::size_t> items;
+    std::vector<std::uint8_t> listed;
+    void add(std::size_t i) {
+      if (!listed[i]) listed[i] = 1, items.push_back(i);
+    }
+    void keep_if(auto&& keep) {
+      std::erase_if(items, [&](std::size_t i) {
+        if (keep(i)) return false;
+        listed[i] = 0;
+        return true;
+      });
+    }
+  };
+  // The switched-on arcs out of the source (its fixed arcs reach every instruction of a pipeline,
+  // most of them off), and the vertices with a helper from the source or to the sink.
+  Listed source_arcs, sourced, sunk;
+
+  // What a solve changed: arcs whose capacity fell, vertices whose balance may have moved.
+  std::vector<std::size_t> lowered, moved;
   std::vector<std::uint32_t> arc_stamp, vertex_stamp;  // == epoch: listed in this solve
   std::uint32_t epoch = 0;
 
@@ -92,6 +118,13 @@ struct MinCutSolver::Impl {
     }
     flow.assign(num_arcs, 0);
     capacity.assign(num_arcs, 0);
+    lower.assign(num_arcs, 0);
+    upper.assign(num_arcs, 0);
+    on.assign(num_arcs, 0);
+    source_arcs.listed.assign(num_arcs, 0);
+    sourced.listed.assign(n, 0);
+    sunk.listed.assign(n, 0);
+    big = (std::int64_t{1} << 62) / static_cast<std::int64_t>(num_arcs + n + 2);
     from_source.assign(n, 0);
     to_sink.assign(n, 0);
     source_capacity.assign(n, 0);
@@ -151,12 +184,12 @@ struct MinCutSolver::Impl {
   }
 
   // Makes the kept flow feasible for the new capacities; false when it cannot (start from zero).
-  // Flow can only sit on the last solve's arcs and touched vertices.
+  // Only the arcs whose capacity fell and the vertices whose balance moved can be over.
   bool repair_flow() {
-    for (std::size_t a : last_arcs_on) {
+    for (std::size_t a : lowered) {
       if (flow[a] > capacity[a] && !cancel(&flow[a], arc_from[a], arc_to[a], flow[a] - capacity[a])) return false;
     }
-    for (std::size_t v : last_touched) {
+    for (std::size_t v : moved) {
       if (from_source[v] > source_capacity[v] &&
           !cancel(&from_source[v], s, v, from_source[v] - source_capacity[v])) {
         return false;
@@ -190,8 +223,10 @@ struct MinCutSolver::Impl {
     for (std::size_t a : arcs_on) {
       if (capacity[a] > 0) add(a, arc_from[a], arc_to[a]);
     }
-    for (std::size_t v : touched) {
+    for (std::size_t v : sourced.items) {
       if (source_capacity[v] > 0) add(num_arcs + v, s, v);
+    }
+    for (std::size_t v : sunk.items) {
       if (sink_capacity[v] > 0) add(num_arcs + n + v, v, t);
     }
     const std::size_t m = 2 * pair_ends.size();
@@ -231,7 +266,7 @@ struct MinCutSolver::Impl {
     for (std::size_t head = 0; head < queue.size() && !reached[t]; ++head) {
       const std::size_t u = queue[head];
       if (u == s) {
-        for (std::size_t a : source_arcs) {
+        for (std::size_t a : source_arcs.items) {
           if (capacity[a] > flow[a]) visit(arc_to[a], a);
         }
       } else {
@@ -244,7 +279,7 @@ struct MinCutSolver::Impl {
       }
       // Helpers: source→v forwards; v→sink forwards (v→source backwards leads back to the source).
       if (u == s) {
-        for (std::size_t v : sourced) {
+        for (std::size_t v : sourced.items) {
           if (source_capacity[v] > from_source[v]) visit(v, kFromSource);
         }
       } else if (sink_capacity[u] > to_sink[u]) {
@@ -290,43 +325,53 @@ struct MinCutSolver::Impl {
       KAREUS_CHECK(0 <= a.lower && a.lower <= a.upper, "flow arc bounds must satisfy 0 <= l <= u");
       finite_sum += a.lower + (a.upper == FlowNetwork::kUnbounded ? 0 : a.upper);
     }
-    KAREUS_CHECK(finite_sum <= (std::int64_t{1} << 62) / static_cast<std::int64_t>(arcs.size() + n + 2),
-                 "flow capacities too large for 64-bit arithmetic");
-    // Stand-in for an unbounded capacity: more than every finite cut can hold.
-    const std::int64_t big = finite_sum;
-    // Clear the last solve's capacities, then set this one's.
-    std::swap(arcs_on, last_arcs_on);
-    std::swap(touched, last_touched);
-    for (std::size_t a : last_arcs_on) capacity[a] = 0;
-    for (std::size_t v : last_touched) balance[v] = source_capacity[v] = sink_capacity[v] = 0;
-    arcs_on.clear();
-    touched.clear();
-    auto touch = [&](std::size_t v) {
-      if (vertex_stamp[v] != epoch) vertex_stamp[v] = epoch, touched.push_back(v);
+    KAREUS_CHECK(finite_sum < big, "flow capacities too large for 64-bit arithmetic");
+    // Update the last network to this one: the arcs whose bounds changed, then those switched off.
+    lowered.clear();
+    moved.clear();
+    auto set_bounds = [&](std::size_t a, bool switched_on, std::int64_t lo, std::int64_t up) {
+      const std::size_t from = arc_from[a], to = arc_to[a];
+      balance[from] += lo - lower[a];
+      balance[to] -= lo - lower[a];
+      const std::int64_t cap = !switched_on ? 0 : up == FlowNetwork::kUnbounded ? big : up - lo;
+      if (cap < capacity[a]) lowered.push_back(a);
+      capacity[a] = cap;
+      on[a] = switched_on;
+      lower[a] = lo;
+      upper[a] = up;
+      if (switched_on && from == s) source_arcs.add(a);
+      for (std::size_t v : {from, to}) {
+        if (vertex_stamp[v] != epoch) vertex_stamp[v] = epoch, moved.push_back(v);
+      }
     };
-    source_arcs.clear();
     for (const ActiveArc& a : arcs) {
-      arcs_on.push_back(a.arc);
-      if (arc_from[a.arc] == s) source_arcs.push_back(a.arc);
-      capacity[a.arc] = a.upper == FlowNetwork::kUnbounded ? big : a.upper - a.lower;
-      touch(arc_from[a.arc]);
-      touch(arc_to[a.arc]);
-      balance[arc_from[a.arc]] += a.lower;
-      balance[arc_to[a.arc]] -= a.lower;
+      if (!on[a.arc] || lower[a.arc] != a.lower || upper[a.arc] != a.upper) set_bounds(a.arc, true, a.lower, a.upper);
     }
-    std::int64_t constant = balance[s];
-    sourced.clear();
-    for (std::size_t v : touched) {
-      bool terminal = v == s || v == t;
-      source_capacity[v] = !terminal && balance[v] < 0 ? -balance[v] : 0;
+    for (std::size_t a : arcs_on) {
+      if (arc_stamp[a] != epoch) set_bounds(a, false, 0, 0);
+    }
+    arcs_on.clear();
+    for (const ActiveArc& a : arcs) arcs_on.push_back(a.arc);
+    for (std::size_t v : moved) {
+      const bool terminal = v == s || v == t;
+      const std::int64_t from_source_now = !terminal && balance[v] < 0 ? -balance[v] : 0;
+      total_source_capacity += from_source_now - source_capacity[v];
+      source_capacity[v] = from_source_now;
       sink_capacity[v] = !terminal && balance[v] > 0 ? balance[v] : 0;
-      if (source_capacity[v] > 0) sourced.push_back(v);
-      constant -= source_capacity[v];
+      if (source_capacity[v] > 0) sourced.add(v);
+      if (sink_capacity[v] > 0) sunk.add(v);
     }
+    const std::int64_t constant = balance[s] - total_source_capacity;
 
     if (!repair_flow()) {
-      for (std::size_t a : last_arcs_on) flow[a] = 0;
-      for (std::size_t v : last_touched) from_source[v] = to_sink[v] = 0;
+      std::ranges::fill(flow, 0);
+      std::ranges::fill(from_source, 0);
+      std::ranges::fill(to_sink, 0);
+    }
+    if (epoch % 64 == 0) {  // the lists' dead entries (no capacity, so no flow) go
+      source_arcs.keep_if([&](std::size_t a) { return on[a] != 0; });
+      sourced.keep_if([&](std::size_t v) { return source_capacity[v] > 0; });
+      sunk.keep_if([&](std::size_t v) { return sink_capacity[v] > 0; });
     }
     // The kept flow is often maximum already; only when it is not is the graph built for
     // Boykov–Kolmogorov, which takes the residuals as its capacities and augments.
@@ -352,8 +397,8 @@ struct MinCutSolver::Impl {
       KAREUS_CHECK(!reach(), "the sink is still reachable after a maximum flow");
     }
     std::int64_t total_flow = 0;
-    for (std::size_t v : touched) total_flow += from_source[v];
-    for (std::size_t a : arcs_on) total_flow += arc_from[a] == s ? flow[a] : 0;
+    for (std::size_t v : sourced.items) total_flow += from_source[v];
+    for (std::size_t a : source_arcs.items) total_flow += flow[a];
 
     MinCut cut;
     cut.source_side = reached;
