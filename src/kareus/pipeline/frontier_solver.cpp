@@ -129,7 +129,23 @@ std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<c
   std::vector<Run> runs;
   runs.reserve(critical.size());
   for (std::size_t v : critical) runs.push_back({finish[v] - time[v], finish[v], v});
-  std::sort(runs.begin(), runs.end());
+  // `critical` lists a stage's nodes together and in run order, so the runs come as a few sorted
+  // stretches: merging them pairwise is cheaper than sorting.
+  std::vector<std::size_t> stretch{0};
+  for (std::size_t k = 1; k < runs.size(); ++k) {
+    if (runs[k] < runs[k - 1]) stretch.push_back(k);
+  }
+  stretch.push_back(runs.size());
+  while (stretch.size() > 2) {
+    std::vector<std::size_t> merged{0};
+    for (std::size_t i = 0; i + 1 < stretch.size(); i += 2) {
+      const std::size_t end = stretch[std::min(i + 2, stretch.size() - 1)];
+      std::inplace_merge(runs.begin() + static_cast<long>(stretch[i]), runs.begin() + static_cast<long>(stretch[i + 1]),
+                         runs.begin() + static_cast<long>(end));
+      merged.push_back(end);
+    }
+    stretch = std::move(merged);
+  }
   std::vector<std::size_t> result;
   double latest_finish = -std::numeric_limits<double>::infinity();  // of the runs before k
   for (std::size_t k = 0; k < runs.size(); ++k) {
@@ -424,7 +440,10 @@ std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
     std::vector<std::size_t> chosen = choose(step, variant);
     Realized& last = last_realized_[variant == Variant::kFrugal ? 0 : 1];
     if (last.model != step.model || last.chosen != chosen) {
-      last = {chosen, step.model, realize(*step.model, chosen, 0.0)};
+      // The tight options are often the frugal ones (each clock in a unit of its own).
+      const Realized& frugal = last_realized_[0];
+      if (variant == Variant::kTight && frugal.chosen == chosen) last = frugal;
+      else last = {chosen, step.model, realize(*step.model, chosen, 0.0)};
     }
     stamp(last.point);
     if (plans.empty() || last.point.assignment != plans.front().assignment) plans.push_back(last.point);
