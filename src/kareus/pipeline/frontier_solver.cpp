@@ -22,15 +22,13 @@ std::size_t cost_index(const Instruction& ins) {
 }
 
 // Moves instructions that have slack in the real schedule to the slowest option that still fits,
-// latest-first, so the iteration time does not grow beyond max(its current value, allowed_time_s).
+// latest-first, so the iteration time does not grow beyond `makespan` (at least the current one).
 // `chosen` holds indices into each node's candidates and `time` their times; both are updated.
-// Returns the iteration time before the moves.
-double reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
-                     std::vector<std::size_t>& chosen, std::vector<double>& time, double allowed_time_s) {
+// `finish` is the earliest finish of every node before the moves.
+void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+                   std::vector<std::size_t>& chosen, std::vector<double>& time, std::span<const double> finish,
+                   double makespan) {
   const std::size_t n = dag.num_nodes();
-  std::vector<double> finish = dag.earliest_finish<double>(time);
-  const double before = dag.latest_finish<double>(finish);
-  const double makespan = std::max(allowed_time_s, before);
   std::vector<double> latest_start(n);
   auto order = dag.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -50,7 +48,6 @@ double reclaim_slack(const InstructionDag& dag, std::span<const std::span<const 
     }
     latest_start[v] = latest_finish - time[v];
   }
-  return before;
 }
 
 // For each of `nodes` (whose runs in the earliest-start schedule are disjoint, in time order, as
@@ -365,26 +362,37 @@ std::vector<std::size_t> FrontierSolver::choose(const PlannedStep& step, Variant
   return chosen;
 }
 
-FrontierPoint FrontierSolver::realize(const Model& model, std::vector<std::size_t> chosen,
-                                     double allowed_time_s) const {
-  const std::size_t n = dag_.num_nodes();
-  std::vector<double> time(n);
-  for (std::size_t v = 0; v < n; ++v) time[v] = model.candidates_of[v][chosen[v]].time_s;
-  // Reclaiming slack keeps the iteration time unless it may grow to allowed_time_s.
-  std::optional<double> kept_time_s;
-  if (options_.reclaim_slack) {
-    double before = reclaim_slack(dag_, model.candidates_of, chosen, time, allowed_time_s);
-    if (allowed_time_s <= before) kept_time_s = before;
+FrontierSolver::Realized FrontierSolver::realize(const Model& model, std::vector<std::size_t> chosen) const {
+  Realized realized;
+  realized.chosen = std::move(chosen);
+  realized.model = &model;
+  realized.time.resize(dag_.num_nodes());
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    realized.time[v] = model.candidates_of[v][realized.chosen[v]].time_s;
   }
+  realized.finish = dag_.earliest_finish<double>(realized.time);
+  realized.time_s = dag_.latest_finish<double>(realized.finish);
+  realized.point = reclaimed(realized, 0.0);
+  return realized;
+}
+
+FrontierPoint FrontierSolver::reclaimed(const Realized& realized, double allowed_time_s) const {
+  const std::span<const std::span<const Candidate>> candidates_of = realized.model->candidates_of;
+  std::vector<std::size_t> chosen = realized.chosen;
   FrontierPoint point;
-  point.assignment.resize(n);
+  point.time_s = realized.time_s;
+  if (options_.reclaim_slack) {
+    std::vector<double> time = realized.time;
+    reclaim_slack(dag_, candidates_of, chosen, time, realized.finish, std::max(allowed_time_s, realized.time_s));
+    if (allowed_time_s > realized.time_s) point.time_s = dag_.makespan<double>(time);
+  }
+  point.assignment.resize(dag_.num_nodes());
   double sum_effective = 0;
-  for (std::size_t v = 0; v < n; ++v) {
-    const Candidate& cand = model.candidates_of[v][chosen[v]];
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    const Candidate& cand = candidates_of[v][chosen[v]];
     point.assignment[v] = static_cast<std::uint16_t>(cand.option);
     sum_effective += cand.effective_energy_j;
   }
-  point.time_s = kept_time_s ? *kept_time_s : dag_.makespan<double>(time);
   point.energy_j = sum_effective + options_.p_blocking_w * table_.num_stages() * point.time_s;
   return point;
 }
@@ -429,7 +437,7 @@ std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
   if (step.fastest) {
     // The fastest plan there is: every instruction at its fastest option, slack reclaimed. Units
     // hide differences below one unit, so the last step's plans may be a little slower.
-    FrontierPoint fastest = realize(*step.model, choose(step, Variant::kFastest), 0.0);
+    FrontierPoint fastest = realize(*step.model, choose(step, Variant::kFastest)).point;
     stamp(fastest);
     return {std::move(fastest)};
   }
@@ -443,14 +451,14 @@ std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
       // The tight options are often the frugal ones (each clock in a unit of its own).
       const Realized& frugal = last_realized_[0];
       if (variant == Variant::kTight && frugal.chosen == chosen) last = frugal;
-      else last = {chosen, step.model, realize(*step.model, chosen, 0.0)};
+      else last = realize(*step.model, std::move(chosen));
     }
     stamp(last.point);
     if (plans.empty() || last.point.assignment != plans.front().assignment) plans.push_back(last.point);
   }
   // Filling the planned makespan differs from the frugal plan only when that one is faster.
   if (options_.reclaim_slack && plans.front().time_s < planned_time_s) {
-    FrontierPoint plan = realize(*step.model, last_realized_[0].chosen, planned_time_s);
+    FrontierPoint plan = reclaimed(last_realized_[0], planned_time_s);
     stamp(plan);
     if (plan.assignment != plans.front().assignment) plans.push_back(std::move(plan));
   }

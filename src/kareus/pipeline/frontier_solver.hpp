@@ -139,9 +139,19 @@ class FrontierSolver {
   // Which option each instruction takes for its planned duration (see the class comment).
   enum class Variant { kFrugal, kTight, kFastest };
   std::vector<std::size_t> choose(const PlannedStep& step, Variant variant) const;
-  // The plan of `chosen` options (indices into the model's candidates) with slack reclaimed up to
-  // max(real makespan, allowed_time_s); planned time and model energy are left to stamp().
-  FrontierPoint realize(const Model& model, std::vector<std::size_t> chosen, double allowed_time_s) const;
+  // The options a plan starts from, with their real schedule before slack is reclaimed.
+  struct Realized {
+    std::vector<std::size_t> chosen;  // indices into each node's candidates
+    const Model* model = nullptr;     // whose candidates `chosen` indexes
+    std::vector<double> time, finish;  // per node: the option's time, its earliest finish
+    double time_s = 0;                 // the iteration time
+    FrontierPoint point;               // reclaimed(*this, 0), stamped by evaluate()
+  };
+  // The plan of `chosen` options (indices into the model's candidates) with slack reclaimed.
+  Realized realize(const Model& model, std::vector<std::size_t> chosen) const;
+  // The plan of realized options with slack reclaimed up to max(real time, allowed_time_s); planned
+  // time and model energy are left to evaluate().
+  FrontierPoint reclaimed(const Realized& realized, double allowed_time_s) const;
   // The cost model's energy of the step's durations, idle time included.
   double model_energy_j(const PlannedStep& step) const;
   std::int64_t upper(std::size_t node) const;  // integer shortening cost; kUnbounded at min
@@ -163,11 +173,6 @@ class FrontierSolver {
   std::vector<ActiveArc> active_;       // room for every arc; a step writes its critical arcs first
   std::vector<ActiveArc> last_active_;  // the critical arcs of the last max flow
   Decision last_decision_;
-  struct Realized {
-    std::vector<std::size_t> chosen;  // options before slack reclamation
-    const Model* model = nullptr;     // whose candidates `chosen` indexes
-    FrontierPoint point;
-  };
   Realized last_realized_[2];  // the last frugal and tight plans
   SolverStats stats_;
 };
