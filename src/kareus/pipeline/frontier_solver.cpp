@@ -345,21 +345,46 @@ bool FrontierSolver::step() {
   return true;
 }
 
-FrontierSolver::PlannedStep FrontierSolver::planned_step() const {
-  return {.durations = durations_, .makespan = makespan_, .model = &model()};
+FrontierSolver::PlannedStep FrontierSolver::planned_step(bool changed_only) const {
+  PlannedStep step;
+  step.makespan = makespan_;
+  step.model = &model();
+  if (changed_only) {
+    step.shortened = last_decision_.shorten;
+    step.lengthened = last_decision_.lengthen;
+  } else {
+    step.durations = durations_;
+  }
+  return step;
 }
 
-std::vector<std::size_t> FrontierSolver::choose(const PlannedStep& step, Variant variant) const {
-  std::vector<std::size_t> chosen(dag_.num_nodes());
-  for (std::size_t v = 0; v < chosen.size(); ++v) {
+void FrontierSolver::follow(const PlannedStep& step, bool& frugal_changed, bool& tight_changed) {
+  Evaluation& e = evaluation_;
+  frugal_changed = tight_changed = false;
+  auto update = [&](std::size_t v, long units) {
     const OperationCost& c = step.model->costs[cost_of_[v]];
-    switch (variant) {
-      case Variant::kFrugal: chosen[v] = c.frugal_for(step.durations[v]); break;
-      case Variant::kTight: chosen[v] = c.tight_for(step.durations[v]); break;
-      case Variant::kFastest: chosen[v] = 0; break;
+    e.model_cost_j += c.model_cost_j(units) - c.model_cost_j(e.durations[v]);
+    e.durations[v] = units;
+    if (std::size_t frugal = c.frugal_for(units); frugal != e.frugal[v]) e.frugal[v] = frugal, frugal_changed = true;
+    if (std::size_t tight = c.tight_for(units); tight != e.tight[v]) e.tight[v] = tight, tight_changed = true;
+  };
+  if (!step.durations.empty()) {
+    // In full: start over, so that a new model's options count as changed.
+    const std::size_t n = dag_.num_nodes();
+    e = {.model = step.model, .durations = step.durations, .frugal = std::vector<std::size_t>(n),
+         .tight = std::vector<std::size_t>(n), .model_cost_j = 0};
+    for (std::size_t v = 0; v < n; ++v) {
+      const OperationCost& c = step.model->costs[cost_of_[v]];
+      e.model_cost_j += c.model_cost_j(step.durations[v]);
+      e.frugal[v] = c.frugal_for(step.durations[v]);
+      e.tight[v] = c.tight_for(step.durations[v]);
     }
+    frugal_changed = tight_changed = true;
+    return;
   }
-  return chosen;
+  KAREUS_CHECK(step.model == e.model, "a change of steps evaluated out of order");
+  for (std::size_t v : step.shortened) update(v, e.durations[v] - 1);
+  for (std::size_t v : step.lengthened) update(v, e.durations[v] + 1);
 }
 
 FrontierSolver::Realized FrontierSolver::realize(const Model& model, std::vector<std::size_t> chosen) const {
@@ -397,29 +422,21 @@ FrontierPoint FrontierSolver::reclaimed(const Realized& realized, double allowed
   return point;
 }
 
-double FrontierSolver::model_energy_j(const PlannedStep& step) const {
-  double model_energy = 0;
-  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
-    model_energy += step.model->costs[cost_of_[v]].model_cost_j(step.durations[v]);
-  }
-  const double planned_time_s = static_cast<double>(step.makespan) * step.model->unit_time_s;
-  return model_energy + options_.p_blocking_w * table_.num_stages() * planned_time_s;
-}
-
 std::optional<FrontierSolver::PlannedStep> FrontierSolver::advance() {
   if (finished_) return std::nullopt;
-  if (started_ && !step()) {
-    if (options_.refine_fast_end && !refined_) {
-      refine();
-      if (step()) return planned_step();
-    }
-    finished_ = true;
-    PlannedStep closing = planned_step();
-    closing.fastest = true;
-    return closing;
+  if (!started_) {
+    started_ = true;
+    return planned_step(false);
   }
-  started_ = true;
-  return planned_step();
+  if (step()) return planned_step(true);
+  if (options_.refine_fast_end && !refined_) {
+    refine();
+    if (step()) return planned_step(false);  // the first step of the finer model
+  }
+  finished_ = true;
+  PlannedStep closing = planned_step(false);
+  closing.fastest = true;
+  return closing;
 }
 
 std::vector<FrontierPoint> FrontierSolver::next() {
@@ -429,7 +446,10 @@ std::vector<FrontierPoint> FrontierSolver::next() {
 
 std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
   const double planned_time_s = static_cast<double>(step.makespan) * step.model->unit_time_s;
-  const double model_energy = model_energy_j(step);
+  bool frugal_changed = false, tight_changed = false;
+  follow(step, frugal_changed, tight_changed);
+  const double model_energy =
+      evaluation_.model_cost_j + options_.p_blocking_w * table_.num_stages() * planned_time_s;
   auto stamp = [&](FrontierPoint& point) {
     point.planned_time_s = planned_time_s;
     point.model_energy_j = model_energy;
@@ -437,22 +457,20 @@ std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
   if (step.fastest) {
     // The fastest plan there is: every instruction at its fastest option, slack reclaimed. Units
     // hide differences below one unit, so the last step's plans may be a little slower.
-    FrontierPoint fastest = realize(*step.model, choose(step, Variant::kFastest)).point;
+    FrontierPoint fastest = realize(*step.model, std::vector<std::size_t>(dag_.num_nodes(), 0)).point;
     stamp(fastest);
     return {std::move(fastest)};
   }
   // Consecutive steps often assign the same options; their plans are the same and are not
   // evaluated again, only restamped with the step's planned time and model energy.
   std::vector<FrontierPoint> plans;
-  for (Variant variant : {Variant::kFrugal, Variant::kTight}) {
-    std::vector<std::size_t> chosen = choose(step, variant);
-    Realized& last = last_realized_[variant == Variant::kFrugal ? 0 : 1];
-    if (last.model != step.model || last.chosen != chosen) {
-      // The tight options are often the frugal ones (each clock in a unit of its own).
-      const Realized& frugal = last_realized_[0];
-      if (variant == Variant::kTight && frugal.chosen == chosen) last = frugal;
-      else last = realize(*step.model, std::move(chosen));
-    }
+  if (frugal_changed) last_realized_[0] = realize(*step.model, evaluation_.frugal);
+  if (tight_changed) {
+    // The tight options are often the frugal ones (each clock in a unit of its own).
+    if (evaluation_.tight == evaluation_.frugal) last_realized_[1] = last_realized_[0];
+    else last_realized_[1] = realize(*step.model, evaluation_.tight);
+  }
+  for (Realized& last : last_realized_) {
     stamp(last.point);
     if (plans.empty() || last.point.assignment != plans.front().assignment) plans.push_back(last.point);
   }

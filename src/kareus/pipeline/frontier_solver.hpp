@@ -83,9 +83,11 @@ class FrontierSolver {
   // Equivalent to evaluate(*advance()) until advance() ends.
   std::vector<FrontierPoint> next();
 
-  // One step's planned durations, before they are turned into plans.
+  // One step's planned durations, before they are turned into plans: in full for the first step
+  // of a model (and the closing one), else as the change from the step before.
   struct PlannedStep {
-    std::vector<long> durations;  // per node, in the step's unit
+    std::vector<long> durations;  // per node, in the step's unit; empty for a change
+    std::vector<std::size_t> shortened, lengthened;  // a change: nodes one unit shorter, longer
     long makespan = 0;            // in the step's unit
     bool fastest = false;         // the closing plan: every instruction at its fastest option
     const Model* model = nullptr;  // the step's cost model (its unit, options and costs)
@@ -135,10 +137,17 @@ class FrontierSolver {
   void build_model(double unit_time_s);
   void refine();
   bool step();
-  PlannedStep planned_step() const;
-  // Which option each instruction takes for its planned duration (see the class comment).
-  enum class Variant { kFrugal, kTight, kFastest };
-  std::vector<std::size_t> choose(const PlannedStep& step, Variant variant) const;
+  PlannedStep planned_step(bool changed_only) const;
+  // The evaluating side's view of the steps so far: their durations and, per node, the frugal and
+  // the tight option for it (see the class comment), kept up to date node by node as steps change.
+  struct Evaluation {
+    const Model* model = nullptr;
+    std::vector<long> durations;
+    std::vector<std::size_t> frugal, tight;  // indices into each node's candidates
+    double model_cost_j = 0;                 // Σ model cost of the durations
+  };
+  // Brings `evaluation_` to the step; reports which kinds of option changed.
+  void follow(const PlannedStep& step, bool& frugal_changed, bool& tight_changed);
   // The options a plan starts from, with their real schedule before slack is reclaimed.
   struct Realized {
     std::vector<std::size_t> chosen;  // indices into each node's candidates
@@ -152,8 +161,6 @@ class FrontierSolver {
   // The plan of realized options with slack reclaimed up to max(real time, allowed_time_s); planned
   // time and model energy are left to evaluate().
   FrontierPoint reclaimed(const Realized& realized, double allowed_time_s) const;
-  // The cost model's energy of the step's durations, idle time included.
-  double model_energy_j(const PlannedStep& step) const;
   std::int64_t upper(std::size_t node) const;  // integer shortening cost; kUnbounded at min
   std::int64_t lower(std::size_t node) const;  // integer lengthening saving; 0 at max
 
@@ -173,6 +180,7 @@ class FrontierSolver {
   std::vector<ActiveArc> active_;       // room for every arc; a step writes its critical arcs first
   std::vector<ActiveArc> last_active_;  // the critical arcs of the last max flow
   Decision last_decision_;
+  Evaluation evaluation_;
   Realized last_realized_[2];  // the last frugal and tight plans
   SolverStats stats_;
 };
