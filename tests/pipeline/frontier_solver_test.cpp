@@ -25,12 +25,26 @@ RC_GTEST_PROP(FrontierSolver, EveryStepShortensByOneUnitAndModelCostNeverFalls, 
   SolverOptions options{.p_blocking_w = 60, .unit_time_s = 1e-3, .cost_model = model,
                         .reclaim_slack = true, .refine_fast_end = false};
   FrontierSolver solver(table, schedule, options);
+  // The model's energy of the planned durations, from the operations' costs directly.
+  std::vector<OperationCost> costs;
+  for (const Instruction& ins : solver.dag().instructions()) {
+    costs.emplace_back(table.at(ins.stage, ins.type), 60, 1e-3, model, "operation");
+  }
+  auto model_energy_j = [&](double planned_time_s) {
+    double sum = 60 * stages * planned_time_s;
+    for (std::size_t v = 0; v < costs.size(); ++v) sum += costs[v].model_cost_j(solver.durations()[v]);
+    return sum;
+  };
   double previous_time = -1;
   std::int64_t previous_cost = -1;
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     if (previous_time >= 0 && solver.stats().steps > 0 && plans.front().planned_time_s < previous_time) {
       RC_ASSERT(std::abs(previous_time - plans.front().planned_time_s - 1e-3) < 1e-9);
       RC_ASSERT(solver.model_cost_units() >= previous_cost);
+    }
+    const double expected_model_energy_j = model_energy_j(plans.front().planned_time_s);
+    for (const FrontierPoint& p : plans) {
+      RC_ASSERT(std::abs(p.model_energy_j - expected_model_energy_j) <= 1e-9 * expected_model_energy_j);
     }
     previous_time = plans.front().planned_time_s;
     previous_cost = solver.model_cost_units();
