@@ -301,34 +301,46 @@ bool FrontierSolver::step() {
   KAREUS_CHECK(dag_.latest_finish<long>(finish) == makespan,
                fmt::format("a Phillips–Dessouky step left the makespan at {} units instead of {}",
                            dag_.latest_finish<long>(finish), makespan));
-  std::vector<long> after = dag_.longest_after<long>(durations_);
-  auto critical = [&](std::size_t v) { return finish[v] + after[v] == makespan; };
 
   // Switch on the critical sub-DAG: instructions without float, and the tight edges between them.
-  // (Written by index into room for every arc, sized once: push_back costs a twentieth of a step.)
-  active_.resize(3 * n + dag_.num_edges());
+  // Walking back from the end, a node's longest path after it (hence whether it is critical) is
+  // known once its successors' are, so one pass finds both. (Arcs are written by index into room
+  // for every arc, sized once: push_back costs a twentieth of a step.)
+  const std::size_t room = 3 * n + dag_.num_edges();
+  active_.resize(room);
+  last_active_.resize(room);
+  after_.resize(n);
   std::size_t count = 0;
-  for (std::size_t v = 0; v < n; ++v) {
-    if (!critical(v)) continue;
+  const std::span<const std::size_t> order = dag_.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const std::size_t v = *it;
+    long after = 0;
+    for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
+      after = std::max(after, durations_[dag_.edge_to(e)] + after_[dag_.edge_to(e)]);
+    }
+    after_[v] = after;
+    if (finish[v] + after != makespan) continue;
     active_[count++] = {v, lower(v), upper(v)};
     if (finish[v] == durations_[v]) active_[count++] = {n + v, 0, FlowNetwork::kUnbounded};
     if (finish[v] == makespan) active_[count++] = {2 * n + v, 0, FlowNetwork::kUnbounded};
     for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {
-      std::size_t w = dag_.edge_to(e);
-      if (critical(w) && finish[v] == finish[w] - durations_[w]) active_[count++] = {3 * n + e, 0, FlowNetwork::kUnbounded};
+      const std::size_t w = dag_.edge_to(e);
+      const bool critical = finish[w] + after_[w] == makespan;
+      if (critical && finish[v] == finish[w] - durations_[w]) active_[count++] = {3 * n + e, 0, FlowNetwork::kUnbounded};
     }
   }
   const std::span<const ActiveArc> active = std::span(active_).first(count);
 
   // An unchanged network has the same minimum cut: reuse the last decision without a max flow.
-  if (force_cut_ || !std::ranges::equal(active, last_active_)) {
+  if (force_cut_ || !std::ranges::equal(active, std::span(last_active_).first(last_count_))) {
     force_cut_ = false;
     MinCut cut = cut_solver_.solve(active);
     ++stats_.cut_computations;
-    last_active_.assign(active.begin(), active.end());
+    std::swap(active_, last_active_);  // the next step writes over the older arcs
+    last_count_ = count;
     last_decision_ = {};
     if (!cut.bounded) return false;
-    for (const ActiveArc& a : last_active_) {
+    for (const ActiveArc& a : std::span(last_active_).first(last_count_)) {
       if (a.arc >= n) continue;  // not an instruction
       const std::size_t v = a.arc;
       bool tail = cut.source_side[2 + 2 * v], head = cut.source_side[3 + 2 * v];

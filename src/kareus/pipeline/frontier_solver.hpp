@@ -178,7 +178,9 @@ class FrontierSolver {
   // zero-length arc per DAG edge. Each step switches on the critical ones.
   MinCutSolver cut_solver_;
   std::vector<ActiveArc> active_;       // room for every arc; a step writes its critical arcs first
-  std::vector<ActiveArc> last_active_;  // the critical arcs of the last max flow
+  std::vector<ActiveArc> last_active_;  // the same; its first last_count_ are the last max flow's
+  std::size_t last_count_ = 0;
+  std::vector<long> after_;             // per node: the longest path after it, in units
   Decision last_decision_;
   Evaluation evaluation_;
   Realized last_realized_[2];  // the last frugal and tight plans
