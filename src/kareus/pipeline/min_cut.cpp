@@ -19,17 +19,17 @@ using Edge = boost::graph_traits<Graph>::edge_descriptor;
 // source→v carries −b(v) where b(v) < 0, less the constant Σ_{b<0} −b(v). One max-flow pass and
 // no feasibility phase.
 //
-// The maximum flow is kept between solves: where it exceeds the new capacities it is cut down
-// (see repair_flow). When the sink is still out of the source's residual reach the kept flow is
-// maximum already. A Phillips–Dessouky step changes a few of thousands of arcs, and then the flow
-// is usually a few augmenting paths short: the residual search that has to run for the cut anyway
-// finds each (on GPT-3 at M = 96, two solves in three need at most four; one in eleven needs more
-// than 16). Past `residual_paths` of them
-// Boykov–Kolmogorov augments the rest on a graph of only the arcs with capacity (active arcs with
-// u > l and the helper arcs needed), so the work follows the critical sub-DAG rather than the whole
-// topology. The source side is the set of vertices reachable from the source in the residual
-// network, the same for every maximum flow, so neither the warm start nor the choice of augmenting
-// paths changes the answer.
+// The network and its maximum flow are kept between solves. A Phillips–Dessouky step changes a few
+// of thousands of arcs, so a solve updates only those arcs and their vertices' balances, and cuts
+// the kept flow down where it exceeds the new capacities (see repair_flow). When the sink is out of
+// the source's residual reach the flow is maximum already. Otherwise it is usually a few augmenting
+// paths short, and the residual search that has to run for the cut anyway finds each (on GPT-3 at
+// M = 96, two solves in three need at most four; one in eleven needs more than 16). Past
+// `residual_paths` of them, Boykov–Kolmogorov augments the rest on a graph of only the arcs with
+// capacity (active arcs with u > l and the helper arcs needed), so the work follows the critical
+// sub-DAG rather than the whole topology. The source side is the set of vertices reachable from the
+// source in the residual network, the same for every maximum flow, so neither the warm start nor
+// the choice of augmenting paths changes the answer.
 struct MinCutSolver::Impl {
   std::size_t n, s, t, num_arcs;
   std::vector<std::size_t> arc_from, arc_to;
