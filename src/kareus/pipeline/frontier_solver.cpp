@@ -583,8 +583,8 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     return true;
   };
   // Phillips–Dessouky steps run on this thread; batches of their planned durations are turned into
-  // plans and offered to the front on another, one batch behind. Evaluation is a third of the work
-  // and in step order, so the result is the same as one thread's.
+  // plans and offered to the front on another, one batch behind. Evaluation is about as much work
+  // as the steps, and in step order, so the result is the same as one thread's.
   constexpr std::size_t kStepBatch = 32;
   std::vector<FrontierSolver::PlannedStep> batch, evaluating;
   tbb::task_group evaluation;

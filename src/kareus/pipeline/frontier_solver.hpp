@@ -95,8 +95,8 @@ class FrontierSolver {
   // Runs the next Phillips–Dessouky step (the first call: none, the slowest plan); nullopt after
   // the closing plan.
   std::optional<PlannedStep> advance();
-  // The plans of a step; steps must be evaluated in the order advance() returned them, since a
-  // plan equal to the last one is restamped rather than evaluated again.
+  // The plans of a step. Steps must be evaluated in the order advance() returned them: most are a
+  // change from the step before, and a plan equal to the last one is restamped, not evaluated again.
   std::vector<FrontierPoint> evaluate(const PlannedStep& step);
 
   // A plan one option away from another: `node` takes table option `option`; the plan's true time

@@ -373,11 +373,8 @@ struct MinCutSolver::Impl {
       sourced.keep_if([&](std::size_t v) { return source_capacity[v] > 0; });
       sunk.keep_if([&](std::size_t v) { return sink_capacity[v] > 0; });
     }
-    // The kept flow is often maximum already; only when it is not is the graph built for
-    // Boykov–Kolmogorov, which takes the residuals as its capacities and augments.
-    // A step changes few bounds, so the kept flow is usually a few augmenting paths short of
-    // maximum: take those straight from the residual search, which has to run anyway for the cut.
-    // Many paths mean a larger change; Boykov–Kolmogorov handles those better.
+    // Augment along the residual search's paths; past residual_paths of them Boykov–Kolmogorov
+    // takes the residuals as its capacities and finishes (see the comment above Impl).
     int augmentations = 0;
     while (reach() && augmentations < residual_paths) {
       augment_reached_path();
