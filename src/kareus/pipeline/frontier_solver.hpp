@@ -106,9 +106,10 @@ class FrontierSolver {
     std::uint16_t option = 0;
     double time_s = 0, energy_j = 0;
   };
-  // The moves from `plan` (a plan of this solver) that can pay: each instruction one candidate
-  // slower, and each one that every critical path runs through one candidate faster; less those
-  // whose (time, energy) `dominated` rejects.
+  // The moves from `plan` (a plan of this solver) that can pay: of each instruction one candidate
+  // slower, and of each one that every critical path runs through one candidate faster, those that
+  // neither the plan nor another move dominates and whose (time, energy) `dominated` does not
+  // reject; time ascending.
   std::vector<Move> neighbours(const FrontierPoint& plan,
                                const std::function<bool(double time_s, double energy_j)>& dominated) const;
 
