@@ -127,20 +127,23 @@ std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<c
   runs.reserve(critical.size());
   for (std::size_t v : critical) runs.push_back({finish[v] - time[v], finish[v], v});
   // `critical` lists a stage's nodes together and in run order, so the runs come as a few sorted
-  // stretches: merging them pairwise is cheaper than sorting.
+  // stretches: merging them pairwise (into a second buffer, then back) is cheaper than sorting.
   std::vector<std::size_t> stretch{0};
   for (std::size_t k = 1; k < runs.size(); ++k) {
     if (runs[k] < runs[k - 1]) stretch.push_back(k);
   }
   stretch.push_back(runs.size());
+  std::vector<Run> merged_runs(runs.size());
   while (stretch.size() > 2) {
     std::vector<std::size_t> merged{0};
     for (std::size_t i = 0; i + 1 < stretch.size(); i += 2) {
       const std::size_t end = stretch[std::min(i + 2, stretch.size() - 1)];
-      std::inplace_merge(runs.begin() + static_cast<long>(stretch[i]), runs.begin() + static_cast<long>(stretch[i + 1]),
-                         runs.begin() + static_cast<long>(end));
+      std::merge(runs.begin() + static_cast<long>(stretch[i]), runs.begin() + static_cast<long>(stretch[i + 1]),
+                 runs.begin() + static_cast<long>(stretch[i + 1]), runs.begin() + static_cast<long>(end),
+                 merged_runs.begin() + static_cast<long>(stretch[i]));
       merged.push_back(end);
     }
+    std::swap(runs, merged_runs);
     stretch = std::move(merged);
   }
   std::vector<std::size_t> result;
@@ -520,9 +523,11 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
   // have a handful of those (7 on average for GPT-3, M = 96): keep that staircase, time ascending,
   // energy strictly falling, and look up only its steps in the front. The plan itself is its first
   // step, left out at the end: a move it dominates is dominated by it or by what dominates it.
-  std::vector<Move> moves{{n, 0, makespan, sum_effective + idle_power_w * makespan}};
+  const double plan_energy = sum_effective + idle_power_w * makespan;
+  std::vector<Move> moves{{n, 0, makespan, plan_energy}};
   auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
     const Move m{v, static_cast<std::uint16_t>(to.option), new_makespan, energy_of(v, to, new_makespan)};
+    if (m.time_s >= makespan && m.energy_j >= plan_energy) return;  // most slower moves: spare the search
     auto after = std::upper_bound(moves.begin(), moves.end(), m.time_s,
                                   [](double time_s, const Move& step) { return time_s < step.time_s; });
     if (after != moves.begin() && std::prev(after)->energy_j <= m.energy_j) return;
