@@ -260,8 +260,11 @@ struct MinCutSolver::Impl {
     reached.assign(n, 0);
     queue.assign(1, s);
     reached[s] = 1;
+    // A vertex with spare capacity to the sink ends the search when it is found, not in its turn.
     auto visit = [&](std::size_t w, std::size_t via) {
-      if (!reached[w]) reached[w] = 1, parent[w] = via, queue.push_back(w);
+      if (reached[w]) return;
+      reached[w] = 1, parent[w] = via, queue.push_back(w);
+      if (sink_capacity[w] > to_sink[w]) reached[t] = 1, parent[t] = 2 * num_arcs + w;
     };
     for (std::size_t head = 0; head < queue.size() && !reached[t]; ++head) {
       const std::size_t u = queue[head];
@@ -277,13 +280,11 @@ struct MinCutSolver::Impl {
       for (std::size_t k = in_begin[u]; k < in_begin[u + 1]; ++k) {
         if (flow[in_arc[k]] > 0) visit(arc_from[in_arc[k]], num_arcs + in_arc[k]);
       }
-      // Helpers: source→v forwards; v→sink forwards (v→source backwards leads back to the source).
+      // Helpers: source→v forwards (its twin leads back to the source); v→sink is taken in visit().
       if (u == s) {
         for (std::size_t v : sourced.items) {
           if (source_capacity[v] > from_source[v]) visit(v, kFromSource);
         }
-      } else if (sink_capacity[u] > to_sink[u]) {
-        visit(t, 2 * num_arcs + u);
       }
     }
     return reached[t] != 0;
