@@ -1,5 +1,7 @@
 // The solver on the measured A100 profiles of the Perseus paper, against Perseus's own frontiers.
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -29,6 +31,26 @@ std::vector<TimeEnergy> our_frontier(const std::string& model, int microbatches)
   std::vector<TimeEnergy> points;
   for (const auto& p : f.points) points.push_back(p.time_energy());
   return points;
+}
+
+// While the steps run, the evaluating thread finds first-round local search moves ahead whenever it
+// waits for the next batch: on this profile, hundreds of plans' worth with two cores or more, none
+// with one. How many depends on timing; the front must not.
+TEST(PerseusData, FrontIsTheSameOnOneThreadAsOnFour) {
+  OptionTable table = read_option_table(kData / "stage_profile" / "gpt3-175b+a100_sxm_bf16.csv", 8);
+  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 8, 24);
+  auto solve_on = [&](int threads) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+    tbb::task_arena arena(threads);
+    return arena.execute([&] { return solve_frontier(table, schedule, {.p_blocking_w = kBlockingPowerW}); });
+  };
+  const Frontier one = solve_on(1), four = solve_on(4);
+  ASSERT_EQ(one.points.size(), four.points.size());
+  for (std::size_t k = 0; k < one.points.size(); ++k) {
+    ASSERT_EQ(one.points[k].assignment, four.points[k].assignment) << "plan " << k;
+    ASSERT_EQ(one.points[k].energy_j, four.points[k].energy_j) << "plan " << k;
+  }
+  EXPECT_EQ(one.total_points, four.total_points);
 }
 
 struct Case {

@@ -5,6 +5,7 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -215,6 +216,7 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
   }
   for (const Instruction& ins : dag_.instructions()) cost_of_.push_back(cost_index(ins));
   build_model(options.unit_time_s);
+  first_model_ = &models_.front();
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
     durations_.push_back(model().costs[cost_of_[v]].max_units());
   }
@@ -501,13 +503,14 @@ std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
 std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
     const FrontierPoint& plan, const std::function<bool(double, double)>& dominated) const {
   const std::size_t n = dag_.num_nodes();
-  const std::span<const std::span<const Candidate>> candidates_of = model().candidates_of;
+  const Model& first_model = *first_model_;
+  const std::span<const std::span<const Candidate>> candidates_of = first_model.candidates_of;
   KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");
   std::vector<std::size_t> at(n);  // candidate index per node
   std::vector<double> time(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    at[v] = model().costs[cost_of_[v]].candidate_of(plan.assignment[v]);
+    at[v] = first_model.costs[cost_of_[v]].candidate_of(plan.assignment[v]);
     time[v] = candidates_of[v][at[v]].time_s;
     sum_effective += candidates_of[v][at[v]].effective_energy_j;
   }
@@ -584,8 +587,13 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress) {
   FrontierSolver solver(table, schedule, options);
-  // Online Pareto set keyed by time: energies strictly fall as time grows.
-  std::map<double, FrontierPoint> front;
+  // Online Pareto set keyed by time: energies strictly fall as time grows. A plan that entered
+  // while the steps ran may carry its first-round local search moves, found ahead (see below).
+  struct Kept {
+    FrontierPoint point;
+    std::optional<std::vector<FrontierSolver::Move>> moves;
+  };
+  std::map<double, Kept> front;
   Frontier result;
   // Keeps `point` if no plan in the front is as fast and as frugal; drops those it dominates.
   // Times within a relative 1e-8 count as equal: the local search otherwise fills the front with
@@ -593,26 +601,49 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   auto same_time_s = [](double time_s) { return 1e-8 * time_s; };
   auto dominated = [&](double time_s, double energy_j) {
     auto after = front.upper_bound(time_s + same_time_s(time_s));
-    return after != front.begin() && std::prev(after)->second.energy_j <= energy_j;
+    return after != front.begin() && std::prev(after)->second.point.energy_j <= energy_j;
   };
   auto offer = [&](FrontierPoint point) {
     ++result.total_points;
     if (dominated(point.time_s, point.energy_j)) return false;
     auto after = front.lower_bound(point.time_s - same_time_s(point.time_s));
-    while (after != front.end() && after->second.energy_j >= point.energy_j) after = front.erase(after);
-    front.insert_or_assign(point.time_s, std::move(point));
+    while (after != front.end() && after->second.point.energy_j >= point.energy_j) after = front.erase(after);
+    const double time_s = point.time_s;
+    front.insert_or_assign(time_s, Kept{std::move(point), std::nullopt});
     return true;
   };
+  // The first round of local search looks nothing up in the front, so a plan's moves depend on the
+  // plan alone and can be found at any time, on any thread.
+  const auto look_up_nothing = [](double, double) { return false; };
+  const bool local_search = options.local_search_rounds > 0;
+
   // Phillips–Dessouky steps run on this thread; batches of their planned durations are turned into
-  // plans and offered to the front on another, one batch behind. Evaluation is about as much work
-  // as the steps, and in step order, so the result is the same as one thread's.
+  // plans and offered to the front on another, one batch behind. Evaluation is about half the work
+  // of the steps, and in step order, so the result is the same as one thread's. Until the next
+  // batch is ready, that thread goes on to find the first-round moves of the plans that entered the
+  // front, which the local search would otherwise find after the steps.
   constexpr std::size_t kStepBatch = 32;
   std::vector<FrontierSolver::PlannedStep> batch, evaluating;
+  std::vector<double> entered_in_steps;  // evaluating side only
+  std::size_t next_ahead = 0;
+  std::atomic<bool> batch_ready{false};
   tbb::task_group evaluation;
   auto evaluate_batch = [&] {
     for (const FrontierSolver::PlannedStep& step : evaluating) {
-      for (FrontierPoint& point : solver.evaluate(step)) offer(std::move(point));
+      for (FrontierPoint& point : solver.evaluate(step)) {
+        const double time_s = point.time_s;
+        if (offer(std::move(point)) && local_search) entered_in_steps.push_back(time_s);
+      }
     }
+    while (next_ahead < entered_in_steps.size() && !batch_ready.load(std::memory_order_relaxed)) {
+      auto it = front.find(entered_in_steps[next_ahead++]);
+      if (it != front.end() && !it->second.moves) it->second.moves = solver.neighbours(it->second.point, look_up_nothing);
+    }
+  };
+  auto finish_evaluation = [&] {
+    batch_ready = true;
+    evaluation.wait();
+    batch_ready = false;
   };
   try {
     for (bool more = true; more;) {
@@ -620,7 +651,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
       more = step.has_value();
       if (more) batch.push_back(std::move(*step));
       if (batch.size() == kStepBatch || (!more && !batch.empty())) {
-        evaluation.wait();
+        finish_evaluation();
         std::swap(batch, evaluating);
         batch.clear();
         evaluation.run(evaluate_batch);
@@ -631,12 +662,12 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     }
   } catch (...) {
     try {
-      evaluation.wait();  // it refers to this frame
-    } catch (...) {       // the first error is the one to report
+      finish_evaluation();  // it refers to this frame
+    } catch (...) {         // the first error is the one to report
     }
     throw;
   }
-  evaluation.wait();
+  finish_evaluation();
   // Pareto local search: each plan of the front is expanded into its one-option neighbours, and
   // each neighbour that enters the front is expanded in the next round. Phillips–Dessouky works on
   // the options' convex hull; this recovers discrete combinations between its plans. From the
@@ -644,31 +675,36 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // slowing other instructions into the slack the faster one frees, while chains of slower options
   // only fill in between points already on the front.
   //
-  // Plans are expanded in chunks: a chunk's neighbours are found in parallel against the front as
-  // it stood before the chunk, then offered in order, so the result does not depend on the number
-  // of threads and only one chunk of plans is copied at a time.
+  // Plans are expanded in chunks: a chunk's neighbours are found in parallel (from the second round
+  // on, against the front as it stood before the chunk), then offered in order, so the result does
+  // not depend on the number of threads and only one chunk of plans is copied at a time.
   constexpr std::size_t kChunk = 64;
   long expansions = 0;
   std::vector<double> pending;
-  for (const auto& [time, point] : front) pending.push_back(time);
+  for (const auto& [time, kept] : front) pending.push_back(time);
   for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
     std::vector<double> entered;
     std::vector<FrontierPoint> origins;
-    std::vector<std::vector<FrontierSolver::Move>> moves;
+    std::vector<std::optional<std::vector<FrontierSolver::Move>>> moves;
     for (std::size_t first = 0; first < pending.size(); first += kChunk) {
       if (progress) {
         progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, first, pending.size()});
       }
       origins.clear();
+      moves.clear();
       for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
         auto it = front.find(pending[k]);
-        if (it != front.end()) origins.push_back(it->second);  // else dominated since
+        if (it == front.end()) continue;  // dominated since
+        origins.push_back(it->second.point);
+        moves.push_back(std::move(it->second.moves));
       }
-      moves.assign(origins.size(), {});
-      tbb::parallel_for(std::size_t{0}, origins.size(),
-                        [&](std::size_t k) { moves[k] = solver.neighbours(origins[k], dominated); });
+      tbb::parallel_for(std::size_t{0}, origins.size(), [&](std::size_t k) {
+        if (moves[k]) return;
+        if (round == 0) moves[k] = solver.neighbours(origins[k], look_up_nothing);
+        else moves[k] = solver.neighbours(origins[k], dominated);
+      });
       for (std::size_t k = 0; k < origins.size(); ++k) {
-        for (const FrontierSolver::Move& m : moves[k]) {
+        for (const FrontierSolver::Move& m : *moves[k]) {
           if (dominated(m.time_s, m.energy_j)) {  // by an earlier move: spare the copy
             ++result.total_points;
             continue;
@@ -684,7 +720,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     expansions += static_cast<long>(pending.size());
     pending = std::move(entered);
   }
-  for (auto& [time, point] : front) result.points.push_back(std::move(point));
+  for (auto& [time, kept] : front) result.points.push_back(std::move(kept.point));
   result.stats = solver.stats();
   result.stats.local_search_expansions = expansions;
   return result;

@@ -14,9 +14,10 @@
 // that is longer than the real one, which fills the times between consecutive steps). The point's time is the critical path of the
 // real option times; its energy `Σ E + P·(S·T − Σ t)`: one GPU per stage, idle time at P.
 //
-// Thread-safety: a FrontierSolver is single-threaded, with one exception: evaluate() may run on a
+// Thread-safety: a FrontierSolver is single-threaded, with two exceptions: evaluate() may run on a
 // second thread while advance() runs (that is how solve_frontier turns steps into plans on one core
-// while the next steps run on another). Distinct solvers are independent.
+// while the next steps run on another), and neighbours() on any threads at any time. Distinct
+// solvers are independent.
 // Example:
 //   FrontierSolver solver(table, schedule, {.p_blocking_w = 83.64});
 //   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) use(plans);
@@ -171,6 +172,9 @@ class FrontierSolver {
   std::vector<std::size_t> cost_of_;  // per node: index into a model's costs
   // The user's unit's model, then the finer one; a deque, so steps still being evaluated keep theirs.
   std::deque<Model> models_;
+  // The options' candidates are the same in every model; the first model's stay in place while the
+  // steps add the finer one, so neighbours() reads them there.
+  const Model* first_model_ = nullptr;
   std::vector<long> durations_;
   long makespan_ = 0;
   bool started_ = false, finished_ = false, refined_ = false, force_cut_ = true;
@@ -205,8 +209,9 @@ struct Frontier {
 
 // Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by
 // `local_search_rounds` rounds of Pareto local search (plans found there keep the planned time
-// and model energy of the step they descend from). `progress`, when set, is called about every
-// 256 steps and every 64 local search expansions.
+// and model energy of the step they descend from). Uses the calling thread and oneTBB's; the
+// result does not depend on how many. `progress`, when set, is called about every 256 steps and
+// every 64 local search expansions.
 Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress = {});
