@@ -147,7 +147,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     for (const FrontierPoint& plan : plans) {
-      for (const FrontierSolver::Move& m : solver.neighbours(plan, [](double, double) { return false; })) {
+      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
         std::vector<std::uint16_t> moved = plan.assignment;
         moved[m.node] = m.option;
         TimeEnergy truth = evaluate_assignment(table, solver.dag(), moved, p);
@@ -182,7 +182,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
     for (const FrontierPoint& plan : plans) {
       const TimeEnergy origin = evaluate_assignment(table, dag, plan.assignment, p);
       std::vector<TimeEnergy> offered{origin};
-      for (const FrontierSolver::Move& m : solver.neighbours(plan, [](double, double) { return false; })) {
+      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
         const TimeEnergy move{m.time_s, m.energy_j};
         RC_ASSERT(move.time_s < origin.time_s - 1e-9 || move.energy_j < origin.energy_j - 1e-6);
         for (std::size_t k = 1; k < offered.size(); ++k) {  // the moves' own figures: no rounding

@@ -500,8 +500,7 @@ std::vector<FrontierPoint> FrontierSolver::evaluate(const PlannedStep& step) {
   return plans;
 }
 
-std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
-    const FrontierPoint& plan, const std::function<bool(double, double)>& dominated) const {
+std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint& plan) const {
   const std::size_t n = dag_.num_nodes();
   const Model& first_model = *first_model_;
   const std::span<const std::span<const Candidate>> candidates_of = first_model.candidates_of;
@@ -522,10 +521,10 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
     return sum_effective - candidates_of[v][at[v]].effective_energy_j + to.effective_energy_j +
            idle_power_w * new_makespan;
   };
-  // Only moves no other move dominates can enter the front, and an expansion's hundreds of moves
-  // have a handful of those (7 on average for GPT-3, M = 96): keep that staircase, time ascending,
-  // energy strictly falling, and look up only its steps in the front. The plan itself is its first
-  // step, left out at the end: a move it dominates is dominated by it or by what dominates it.
+  // Only moves no other move dominates can enter a front, and an expansion's hundreds of moves have
+  // a handful of those (7 on average for GPT-3, M = 96): keep that staircase, time ascending, energy
+  // strictly falling. The plan itself is its first step, left out at the end: a move it dominates
+  // is dominated by it or by what dominates it.
   const double plan_energy = sum_effective + idle_power_w * makespan;
   std::vector<Move> moves{{n, 0, makespan, plan_energy}};
   auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
@@ -546,7 +545,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(
     }
   };
   auto pareto_moves = [&] {
-    std::erase_if(moves, [&](const Move& m) { return m.node == n || dominated(m.time_s, m.energy_j); });
+    std::erase_if(moves, [&](const Move& m) { return m.node == n; });
     return std::move(moves);
   };
   // One option slower: only the paths through v grow, so the new makespan is immediate.
@@ -612,16 +611,13 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     front.insert_or_assign(time_s, Kept{std::move(point), std::nullopt});
     return true;
   };
-  // The first round of local search looks nothing up in the front, so a plan's moves depend on the
-  // plan alone and can be found at any time, on any thread.
-  const auto look_up_nothing = [](double, double) { return false; };
   const bool local_search = options.local_search_rounds > 0;
 
   // Phillips–Dessouky steps run on this thread; batches of their planned durations are turned into
   // plans and offered to the front on another, one batch behind. Evaluation is about half the work
   // of the steps, and in step order, so the result is the same as one thread's. Until the next
-  // batch is ready, that thread goes on to find the first-round moves of the plans that entered the
-  // front, which the local search would otherwise find after the steps.
+  // batch is ready, that thread goes on to find the local search's moves (which depend on the plan
+  // alone) of the plans that entered the front, which it would otherwise find after the steps.
   constexpr std::size_t kStepBatch = 32;
   std::vector<FrontierSolver::PlannedStep> batch, evaluating;
   std::vector<double> entered_in_steps;  // evaluating side only
@@ -637,7 +633,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     }
     while (next_ahead < entered_in_steps.size() && !batch_ready.load(std::memory_order_relaxed)) {
       auto it = front.find(entered_in_steps[next_ahead++]);
-      if (it != front.end() && !it->second.moves) it->second.moves = solver.neighbours(it->second.point, look_up_nothing);
+      if (it != front.end() && !it->second.moves) it->second.moves = solver.neighbours(it->second.point);
     }
   };
   auto finish_evaluation = [&] {
@@ -675,50 +671,75 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // slowing other instructions into the slack the faster one frees, while chains of slower options
   // only fill in between points already on the front.
   //
-  // Plans are expanded in chunks: a chunk's neighbours are found in parallel (from the second round
-  // on, against the front as it stood before the chunk), then offered in order, so the result does
-  // not depend on the number of threads and only one chunk of plans is copied at a time.
+  // Plans are expanded in chunks, taken from the front as it stands and copied: a chunk's moves are
+  // found in parallel while this thread offers the previous chunk's, in order. So the result does
+  // not depend on the number of threads, and two chunks of plans are copied at a time.
   constexpr std::size_t kChunk = 64;
+  struct Chunk {
+    std::vector<FrontierPoint> origins;
+    std::vector<std::optional<std::vector<FrontierSolver::Move>>> moves;  // per origin; some found ahead
+  };
   long expansions = 0;
   std::vector<double> pending;
   for (const auto& [time, kept] : front) pending.push_back(time);
-  for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
-    std::vector<double> entered;
-    std::vector<FrontierPoint> origins;
-    std::vector<std::optional<std::vector<FrontierSolver::Move>>> moves;
-    for (std::size_t first = 0; first < pending.size(); first += kChunk) {
-      if (progress) {
-        progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, first, pending.size()});
-      }
-      origins.clear();
-      moves.clear();
-      for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
-        auto it = front.find(pending[k]);
-        if (it == front.end()) continue;  // dominated since
-        origins.push_back(it->second.point);
-        moves.push_back(std::move(it->second.moves));
-      }
-      tbb::parallel_for(std::size_t{0}, origins.size(), [&](std::size_t k) {
-        if (moves[k]) return;
-        if (round == 0) moves[k] = solver.neighbours(origins[k], look_up_nothing);
-        else moves[k] = solver.neighbours(origins[k], dominated);
-      });
-      for (std::size_t k = 0; k < origins.size(); ++k) {
-        for (const FrontierSolver::Move& m : *moves[k]) {
-          if (dominated(m.time_s, m.energy_j)) {  // by an earlier move: spare the copy
-            ++result.total_points;
-            continue;
+  // The plans of pending[first, first + kChunk) still in the front, with the moves found ahead.
+  auto take_chunk = [&](std::size_t first, Chunk& chunk) {
+    chunk.origins.clear();
+    chunk.moves.clear();
+    for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
+      auto it = front.find(pending[k]);
+      if (it == front.end()) continue;  // dominated since
+      chunk.origins.push_back(it->second.point);
+      chunk.moves.push_back(std::move(it->second.moves));
+    }
+  };
+  auto find_moves = [&solver](Chunk& chunk) {
+    tbb::parallel_for(std::size_t{0}, chunk.origins.size(), [&](std::size_t k) {
+      if (!chunk.moves[k]) chunk.moves[k] = solver.neighbours(chunk.origins[k]);
+    });
+  };
+  Chunk chunks[2];  // the one being offered, the one whose moves are being found
+  tbb::task_group expansion;
+  try {
+    for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
+      std::vector<double> entered;
+      take_chunk(0, chunks[0]);
+      expansion.run([&find_moves, &chunks] { find_moves(chunks[0]); });
+      for (std::size_t c = 0; c * kChunk < pending.size(); ++c) {
+        if (progress) {
+          progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, c * kChunk,
+                    pending.size()});
+        }
+        expansion.wait();
+        if ((c + 1) * kChunk < pending.size()) {
+          Chunk* next = &chunks[(c + 1) % 2];
+          take_chunk((c + 1) * kChunk, *next);
+          expansion.run([&find_moves, next] { find_moves(*next); });
+        }
+        const Chunk& ready = chunks[c % 2];
+        for (std::size_t k = 0; k < ready.origins.size(); ++k) {
+          for (const FrontierSolver::Move& m : *ready.moves[k]) {
+            if (dominated(m.time_s, m.energy_j)) {  // spare the copy
+              ++result.total_points;
+              continue;
+            }
+            FrontierPoint q = ready.origins[k];
+            q.assignment[m.node] = m.option;
+            q.time_s = m.time_s;
+            q.energy_j = m.energy_j;
+            if (offer(std::move(q)) && m.time_s < ready.origins[k].time_s) entered.push_back(m.time_s);
           }
-          FrontierPoint q = origins[k];
-          q.assignment[m.node] = m.option;
-          q.time_s = m.time_s;
-          q.energy_j = m.energy_j;
-          if (offer(std::move(q)) && m.time_s < origins[k].time_s) entered.push_back(m.time_s);
         }
       }
+      expansions += static_cast<long>(pending.size());
+      pending = std::move(entered);
     }
-    expansions += static_cast<long>(pending.size());
-    pending = std::move(entered);
+  } catch (...) {
+    try {
+      expansion.wait();  // it refers to this frame
+    } catch (...) {
+    }
+    throw;
   }
   for (auto& [time, kept] : front) result.points.push_back(std::move(kept.point));
   result.stats = solver.stats();

@@ -109,10 +109,8 @@ class FrontierSolver {
   };
   // The moves from `plan` (a plan of this solver) that can pay: of each instruction one candidate
   // slower, and of each one that every critical path runs through one candidate faster, those that
-  // neither the plan nor another move dominates and whose (time, energy) `dominated` does not
-  // reject; time ascending.
-  std::vector<Move> neighbours(const FrontierPoint& plan,
-                               const std::function<bool(double time_s, double energy_j)>& dominated) const;
+  // neither the plan nor another move dominates; time ascending.
+  std::vector<Move> neighbours(const FrontierPoint& plan) const;
 
   const InstructionDag& dag() const { return dag_; }
   const SolverStats& stats() const { return stats_; }
