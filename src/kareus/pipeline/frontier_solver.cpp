@@ -527,9 +527,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   // is dominated by it or by what dominates it.
   const double plan_energy = sum_effective + idle_power_w * makespan;
   std::vector<Move> moves{{n, 0, makespan, plan_energy}};
-  auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
-    const Move m{v, static_cast<std::uint16_t>(to.option), new_makespan, energy_of(v, to, new_makespan)};
-    if (m.time_s >= makespan && m.energy_j >= plan_energy) return;  // most slower moves: spare the search
+  auto add_step = [&](const Move& m) {
     auto after = std::upper_bound(moves.begin(), moves.end(), m.time_s,
                                   [](double time_s, const Move& step) { return time_s < step.time_s; });
     if (after != moves.begin() && std::prev(after)->energy_j <= m.energy_j) return;
@@ -543,6 +541,11 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
       *first = m;
       moves.erase(std::next(first), last);
     }
+  };
+  auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
+    const double energy = energy_of(v, to, new_makespan);
+    if (new_makespan >= makespan && energy >= plan_energy) return;  // most slower moves: spare the search
+    add_step({v, static_cast<std::uint16_t>(to.option), new_makespan, energy});
   };
   auto pareto_moves = [&] {
     std::erase_if(moves, [&](const Move& m) { return m.node == n; });
