@@ -122,7 +122,7 @@ std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<c
   struct Run {
     double start, finish;
     std::size_t node;
-    auto operator<=>(const Run&) const = default;
+    bool operator<(const Run& other) const { return start < other.start; }  // ties in any order
   };
   std::vector<Run> runs;
   runs.reserve(critical.size());
@@ -551,21 +551,21 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
     std::erase_if(moves, [&](const Move& m) { return m.node == n; });
     return std::move(moves);
   };
-  // One option slower: only the paths through v grow, so the new makespan is immediate.
+  // One option slower: only the paths through v grow, so the new makespan is immediate. The same
+  // pass lists the nodes on a critical path, for the faster moves below.
+  const double critical_length = makespan - 1e-12 * makespan;
+  std::vector<std::size_t> on_critical_path;
+  on_critical_path.reserve(n);
   for (std::size_t v = 0; v < n; ++v) {
-    auto candidates = candidates_of[v];
+    const std::span<const Candidate> candidates = candidates_of[v];
     if (at[v] + 1 < candidates.size()) {
       move(v, candidates[at[v] + 1], std::max(makespan, finish[v] - time[v] + candidates[at[v] + 1].time_s + tail[v]));
     }
+    if (finish[v] + tail[v] >= critical_length) on_critical_path.push_back(v);
   }
   // One option faster: every path through v shortens, so the new makespan is the larger of
   // makespan − saving and the longest path avoiding v (longest_avoiding). That pays only when every
   // critical path runs through v.
-  const double tolerance = 1e-12 * makespan;
-  std::vector<std::size_t> on_critical_path;
-  for (std::size_t v = 0; v < n; ++v) {
-    if (finish[v] + tail[v] >= makespan - tolerance) on_critical_path.push_back(v);
-  }
   std::vector<std::size_t> critical;
   double largest_saving = 0;
   for (std::size_t v : bottlenecks(finish, time, on_critical_path)) {
