@@ -2,8 +2,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <string>
+#include <utility>
 
 #include "kareus/core/error.hpp"
 
@@ -25,6 +28,15 @@ std::string input_error_of(F&& action) {
   }
   ADD_FAILURE() << "expected an InputError";
   return {};
+}
+
+// Runs `action` with oneTBB limited to `threads` threads (more than the cores is allowed) and
+// returns its result.
+template <typename F>
+auto on_threads(int threads, F&& action) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+  tbb::task_arena arena(threads);
+  return arena.execute(std::forward<F>(action));
 }
 
 }  // namespace kareus::testing

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
-#include <tbb/global_control.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +11,7 @@
 
 #include "kareus/core/error.hpp"
 #include "test_tables.hpp"
+#include "test_util.hpp"
 
 namespace kareus::pipeline {
 namespace {
@@ -270,12 +269,8 @@ RC_GTEST_PROP(FrontierSolver, SolveFrontierIsTheSameOnOneThreadAsOnFour, ()) {
   OptionTable table = *testing::random_table(stages, 2, 8);
   auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
   const SolverOptions options{.p_blocking_w = 60, .unit_time_s = 5e-4};
-  auto solve_on = [&](int threads) {
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
-    tbb::task_arena arena(threads);
-    return arena.execute([&] { return solve_frontier(table, schedule, options); });
-  };
-  const Frontier one = solve_on(1), four = solve_on(4);
+  auto solve = [&] { return solve_frontier(table, schedule, options); };
+  const Frontier one = kareus::testing::on_threads(1, solve), four = kareus::testing::on_threads(4, solve);
   RC_CLASSIFY(one.stats.steps > 64, "more than two batches of steps");
   RC_ASSERT(one.points.size() == four.points.size());
   for (std::size_t k = 0; k < one.points.size(); ++k) {

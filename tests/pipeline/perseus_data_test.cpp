@@ -1,13 +1,12 @@
 // The solver on the measured A100 profiles of the Perseus paper, against Perseus's own frontiers.
 #include <gtest/gtest.h>
-#include <tbb/global_control.h>
-#include <tbb/task_arena.h>
 
 #include <cstdio>
 #include <filesystem>
 
 #include "kareus/core/csv.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
+#include "test_util.hpp"
 
 namespace kareus::pipeline {
 namespace {
@@ -39,12 +38,8 @@ std::vector<TimeEnergy> our_frontier(const std::string& model, int microbatches)
 TEST(PerseusData, FrontIsTheSameOnOneThreadAsOnFour) {
   OptionTable table = read_option_table(kData / "stage_profile" / "gpt3-175b+a100_sxm_bf16.csv", 8);
   auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 8, 24);
-  auto solve_on = [&](int threads) {
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
-    tbb::task_arena arena(threads);
-    return arena.execute([&] { return solve_frontier(table, schedule, {.p_blocking_w = kBlockingPowerW}); });
-  };
-  const Frontier one = solve_on(1), four = solve_on(4);
+  auto solve = [&] { return solve_frontier(table, schedule, {.p_blocking_w = kBlockingPowerW}); };
+  const Frontier one = kareus::testing::on_threads(1, solve), four = kareus::testing::on_threads(4, solve);
   ASSERT_EQ(one.points.size(), four.points.size());
   for (std::size_t k = 0; k < one.points.size(); ++k) {
     ASSERT_EQ(one.points[k].assignment, four.points[k].assignment) << "plan " << k;
