@@ -32,9 +32,9 @@ std::vector<TimeEnergy> our_frontier(const std::string& model, int microbatches)
   return points;
 }
 
-// While the steps run, the evaluating thread finds first-round local search moves ahead whenever it
-// waits for the next batch: on this profile, hundreds of plans' worth with two cores or more, none
-// with one. How many depends on timing; the front must not.
+// While the steps run, the evaluating thread finds local search moves ahead whenever it waits for
+// the next batch, the first round's and then the second's: on this profile, hundreds of plans'
+// worth with two cores or more, none with one. How many depends on timing; the front must not.
 TEST(PerseusData, FrontIsTheSameOnOneThreadAsOnFour) {
   OptionTable table = read_option_table(kData / "stage_profile" / "gpt3-175b+a100_sxm_bf16.csv", 8);
   auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 8, 24);

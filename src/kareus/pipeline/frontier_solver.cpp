@@ -589,11 +589,13 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress) {
   FrontierSolver solver(table, schedule, options);
-  // Online Pareto set keyed by time: energies strictly fall as time grows. A plan that entered
-  // while the steps ran may carry its first-round local search moves, found ahead (see below).
+  // Online Pareto set keyed by time: energies strictly fall as time grows. A plan may carry its
+  // local search moves, found ahead (see below), and, per move, those of the plan it leads to.
+  using Moves = std::vector<FrontierSolver::Move>;
   struct Kept {
     FrontierPoint point;
-    std::optional<std::vector<FrontierSolver::Move>> moves;
+    std::optional<Moves> moves;
+    std::vector<std::optional<Moves>> next_moves;  // empty, or one per move
   };
   std::map<double, Kept> front;
   Frontier result;
@@ -605,13 +607,13 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     auto after = front.upper_bound(time_s + same_time_s(time_s));
     return after != front.begin() && std::prev(after)->second.point.energy_j <= energy_j;
   };
-  auto offer = [&](FrontierPoint point) {
+  auto offer = [&](FrontierPoint point, std::optional<Moves> moves = std::nullopt) {
     ++result.total_points;
     if (dominated(point.time_s, point.energy_j)) return false;
     auto after = front.lower_bound(point.time_s - same_time_s(point.time_s));
     while (after != front.end() && after->second.point.energy_j >= point.energy_j) after = front.erase(after);
     const double time_s = point.time_s;
-    front.insert_or_assign(time_s, Kept{std::move(point), std::nullopt});
+    front.insert_or_assign(time_s, Kept{std::move(point), std::move(moves), {}});
     return true;
   };
   const bool local_search = options.local_search_rounds > 0;
@@ -619,14 +621,42 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // Phillips–Dessouky steps run on this thread; batches of their planned durations are turned into
   // plans and offered to the front on another, one batch behind. Evaluation is about half the work
   // of the steps, and in step order, so the result is the same as one thread's. Until the next
-  // batch is ready, that thread goes on to find the local search's moves (which depend on the plan
-  // alone) of the plans that entered the front, which it would otherwise find after the steps.
+  // batch is ready, that thread goes on to find local search moves, which depend on the plan alone,
+  // and which it would otherwise find after the steps: first those of the plans that entered the
+  // front, then, for a second round, those of the plans their faster moves lead to (the moves the
+  // second round expands, when they enter; one not on the front now never will be).
   constexpr std::size_t kStepBatch = 32;
   std::vector<FrontierSolver::PlannedStep> batch, evaluating;
-  std::vector<double> entered_in_steps;  // evaluating side only
-  std::size_t next_ahead = 0;
+  // Evaluating side only: plans that entered, and those of them whose moves it found.
+  std::vector<double> entered_in_steps, expanded_in_steps;
+  std::size_t next_ahead = 0, next_expanded = 0, next_move = 0;
   std::atomic<bool> batch_ready{false};
   tbb::task_group evaluation;
+  // Finds one plan's moves ahead; false when there is nothing left to find.
+  auto find_moves_ahead = [&] {
+    while (next_ahead < entered_in_steps.size()) {
+      auto it = front.find(entered_in_steps[next_ahead++]);
+      if (it == front.end() || it->second.moves) continue;
+      it->second.moves = solver.neighbours(it->second.point);
+      if (options.local_search_rounds > 1) expanded_in_steps.push_back(it->first);
+      return true;
+    }
+    for (; next_expanded < expanded_in_steps.size(); ++next_expanded, next_move = 0) {
+      auto it = front.find(expanded_in_steps[next_expanded]);
+      if (it == front.end() || !it->second.moves) continue;
+      Kept& kept = it->second;
+      kept.next_moves.resize(kept.moves->size());
+      for (; next_move < kept.moves->size(); ++next_move) {
+        const FrontierSolver::Move& m = (*kept.moves)[next_move];
+        if (m.time_s >= kept.point.time_s || dominated(m.time_s, m.energy_j)) continue;
+        FrontierPoint next = kept.point;
+        next.assignment[m.node] = m.option;
+        kept.next_moves[next_move++] = solver.neighbours(next);
+        return true;
+      }
+    }
+    return false;
+  };
   auto evaluate_batch = [&] {
     for (const FrontierSolver::PlannedStep& step : evaluating) {
       for (FrontierPoint& point : solver.evaluate(step)) {
@@ -634,10 +664,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
         if (offer(std::move(point)) && local_search) entered_in_steps.push_back(time_s);
       }
     }
-    while (next_ahead < entered_in_steps.size() && !batch_ready.load(std::memory_order_relaxed)) {
-      auto it = front.find(entered_in_steps[next_ahead++]);
-      if (it != front.end() && !it->second.moves) it->second.moves = solver.neighbours(it->second.point);
-    }
+    while (!batch_ready.load(std::memory_order_relaxed) && find_moves_ahead()) {}
   };
   auto finish_evaluation = [&] {
     batch_ready = true;
@@ -680,7 +707,8 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   constexpr std::size_t kChunk = 64;
   struct Chunk {
     std::vector<FrontierPoint> origins;
-    std::vector<std::optional<std::vector<FrontierSolver::Move>>> moves;  // per origin; some found ahead
+    std::vector<std::optional<Moves>> moves;  // per origin; some found ahead
+    std::vector<std::vector<std::optional<Moves>>> next_moves;  // per origin, as in Kept
   };
   long expansions = 0;
   std::vector<double> pending;
@@ -689,11 +717,13 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   auto take_chunk = [&](std::size_t first, Chunk& chunk) {
     chunk.origins.clear();
     chunk.moves.clear();
+    chunk.next_moves.clear();
     for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
       auto it = front.find(pending[k]);
       if (it == front.end()) continue;  // dominated since
       chunk.origins.push_back(it->second.point);
       chunk.moves.push_back(std::move(it->second.moves));
+      chunk.next_moves.push_back(std::move(it->second.next_moves));
     }
   };
   auto find_moves = [&solver](Chunk& chunk) {
@@ -719,9 +749,11 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
           take_chunk((c + 1) * kChunk, *next);
           expansion.run([&find_moves, next] { find_moves(*next); });
         }
-        const Chunk& ready = chunks[c % 2];
+        Chunk& ready = chunks[c % 2];
         for (std::size_t k = 0; k < ready.origins.size(); ++k) {
-          for (const FrontierSolver::Move& m : *ready.moves[k]) {
+          const Moves& moves = *ready.moves[k];
+          for (std::size_t i = 0; i < moves.size(); ++i) {
+            const FrontierSolver::Move& m = moves[i];
             if (dominated(m.time_s, m.energy_j)) {  // spare the copy
               ++result.total_points;
               continue;
@@ -730,7 +762,11 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
             q.assignment[m.node] = m.option;
             q.time_s = m.time_s;
             q.energy_j = m.energy_j;
-            if (offer(std::move(q)) && m.time_s < ready.origins[k].time_s) entered.push_back(m.time_s);
+            std::optional<Moves> next_moves;
+            if (i < ready.next_moves[k].size()) next_moves = std::move(ready.next_moves[k][i]);
+            if (offer(std::move(q), std::move(next_moves)) && m.time_s < ready.origins[k].time_s) {
+              entered.push_back(m.time_s);
+            }
           }
         }
       }
