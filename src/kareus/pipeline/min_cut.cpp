@@ -68,6 +68,11 @@ struct MinCutSolver::Impl {
   // The switched-on arcs out of the source (its fixed arcs reach every instruction of a pipeline,
   // most of them off), and the vertices with a helper from the source or to the sink.
   Listed source_arcs, sourced, sunk;
+  // The vertices whose helper from the source may have spare capacity. Most are saturated, and only
+  // a solve's new capacities and cancel() take flow off them (an augmenting path never leads back
+  // into the source, nor does Boykov–Kolmogorov's), so every residual search from the source walks
+  // this list, pruned as it goes, instead of `sourced`.
+  Listed spare_from_source;
 
   // What a solve changed: arcs whose capacity fell, vertices whose balance may have moved.
   std::vector<std::size_t> lowered, moved;
@@ -123,6 +128,7 @@ struct MinCutSolver::Impl {
     on.assign(num_arcs, 0);
     source_arcs.listed.assign(num_arcs, 0);
     sourced.listed.assign(n, 0);
+    spare_from_source.listed.assign(n, 0);
     sunk.listed.assign(n, 0);
     big = (std::int64_t{1} << 62) / static_cast<std::int64_t>(num_arcs + n + 2);
     from_source.assign(n, 0);
@@ -166,7 +172,9 @@ struct MinCutSolver::Impl {
     while (excess > 0) {
       path.assign(1, edge);
       for (std::size_t v = tail; v != s;) {
+        const std::size_t head_of_in = v;
         std::int64_t* in = flow_into(v, v);
+        if (v == s) spare_from_source.add(head_of_in);  // its helper (if that is the edge) carries less
         if (!in || path.size() > n + 1) return false;
         path.push_back(in);
       }
@@ -282,9 +290,8 @@ struct MinCutSolver::Impl {
       }
       // Helpers: source→v forwards (its twin leads back to the source); v→sink is taken in visit().
       if (u == s) {
-        for (std::size_t v : sourced.items) {
-          if (source_capacity[v] > from_source[v]) visit(v, kFromSource);
-        }
+        spare_from_source.keep_if([&](std::size_t v) { return source_capacity[v] > from_source[v]; });
+        for (std::size_t v : spare_from_source.items) visit(v, kFromSource);
       }
     }
     return reached[t] != 0;
@@ -359,7 +366,7 @@ struct MinCutSolver::Impl {
       total_source_capacity += from_source_now - source_capacity[v];
       source_capacity[v] = from_source_now;
       sink_capacity[v] = !terminal && balance[v] > 0 ? balance[v] : 0;
-      if (source_capacity[v] > 0) sourced.add(v);
+      if (source_capacity[v] > 0) sourced.add(v), spare_from_source.add(v);
       if (sink_capacity[v] > 0) sunk.add(v);
     }
     const std::int64_t constant = balance[s] - total_source_capacity;
@@ -367,6 +374,7 @@ struct MinCutSolver::Impl {
     if (!repair_flow()) {
       std::ranges::fill(flow, 0);
       std::ranges::fill(from_source, 0);
+      for (std::size_t v : sourced.items) spare_from_source.add(v);
       std::ranges::fill(to_sink, 0);
     }
     if (epoch % 64 == 0) {  // the lists' dead entries (no capacity, so no flow) go
