@@ -1,4 +1,5 @@
-// The minimum cut with flow lower bounds, against brute force over every s–t partition.
+// The minimum cut with flow lower bounds, against brute force over every s–t partition (and, on
+// networks too large for that, a fresh Boykov–Kolmogorov solve).
 #include "kareus/pipeline/min_cut.hpp"
 
 #include <gtest/gtest.h>
