@@ -260,8 +260,9 @@ RC_GTEST_PROP(FrontierSolver, SolveFrontierKeepsTheParetoPlansOfEveryStep, ()) {
   RC_ASSERT(front.total_points == static_cast<long>(plans.size()));
 }
 
-// While the steps run, the evaluating thread finds first-round local search moves ahead whenever it
-// waits for the next batch, so how many it finds depends on timing; the front must not. With one
+// While the steps run, the evaluating thread finds local search moves ahead (the first round's, then
+// the second's) whenever it waits for the next batch, so how many it finds depends on timing; the
+// front must not. With one
 // thread it finds none (the batch is ready whenever it runs), with four it usually does.
 RC_GTEST_PROP(FrontierSolver, SolveFrontierIsTheSameOnOneThreadAsOnFour, ()) {
   const int stages = *rc::gen::inRange(1, 5);

@@ -619,6 +619,14 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     return true;
   };
   const bool local_search = options.local_search_rounds > 0;
+  // The plan a local search move leads to.
+  auto moved = [](const FrontierPoint& origin, const FrontierSolver::Move& m) {
+    FrontierPoint plan = origin;
+    plan.assignment[m.node] = m.option;
+    plan.time_s = m.time_s;
+    plan.energy_j = m.energy_j;
+    return plan;
+  };
 
   // Phillips–Dessouky steps run on this thread; batches of their planned durations are turned into
   // plans and offered to the front on another, one batch behind. Evaluation is about half the work
@@ -651,9 +659,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
       for (; next_move < kept.moves->size(); ++next_move) {
         const FrontierSolver::Move& m = (*kept.moves)[next_move];
         if (m.time_s >= kept.point.time_s || dominated(m.time_s, m.energy_j)) continue;
-        FrontierPoint next = kept.point;
-        next.assignment[m.node] = m.option;
-        kept.next_moves[next_move++] = solver.neighbours(next);
+        kept.next_moves[next_move++] = solver.neighbours(moved(kept.point, m));
         return true;
       }
     }
@@ -760,13 +766,9 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
               ++result.total_points;
               continue;
             }
-            FrontierPoint q = ready.origins[k];
-            q.assignment[m.node] = m.option;
-            q.time_s = m.time_s;
-            q.energy_j = m.energy_j;
             std::optional<Moves> next_moves;
             if (i < ready.next_moves[k].size()) next_moves = std::move(ready.next_moves[k][i]);
-            if (offer(std::move(q), std::move(next_moves)) && m.time_s < ready.origins[k].time_s) {
+            if (offer(moved(ready.origins[k], m), std::move(next_moves)) && m.time_s < ready.origins[k].time_s) {
               entered.push_back(m.time_s);
             }
           }
