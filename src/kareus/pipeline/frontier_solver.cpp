@@ -276,18 +276,11 @@ void FrontierSolver::refine() {
   refined_ = true;
 }
 
-std::int64_t FrontierSolver::upper(std::size_t node) const {
-  const OperationCost& c = model().costs[cost_of_[node]];
-  long d = durations_[node];
-  if (d <= c.min_units()) return FlowNetwork::kUnbounded;
-  return model().slope[cost_of_[node]][static_cast<std::size_t>(d - 1 - c.min_units())];
-}
-
-std::int64_t FrontierSolver::lower(std::size_t node) const {
-  const OperationCost& c = model().costs[cost_of_[node]];
-  long d = durations_[node];
-  if (d >= c.max_units()) return 0;
-  return model().slope[cost_of_[node]][static_cast<std::size_t>(d - c.min_units())];
+ActiveArc FrontierSolver::instruction_arc(const Model& m, std::size_t node) const {
+  const std::size_t cost = cost_of_[node];
+  const std::span<const std::int64_t> slope = m.slope[cost];
+  const auto k = static_cast<std::size_t>(durations_[node] - m.costs[cost].min_units());
+  return {node, k < slope.size() ? slope[k] : 0, k > 0 ? slope[k - 1] : FlowNetwork::kUnbounded};
 }
 
 std::int64_t FrontierSolver::model_cost_units() const {
@@ -303,6 +296,7 @@ std::int64_t FrontierSolver::model_cost_units() const {
 
 bool FrontierSolver::step() {
   const std::size_t n = dag_.num_nodes();
+  const Model& m = model();
   std::vector<long> finish = dag_.earliest_finish<long>(durations_);
   const long makespan = makespan_;
   KAREUS_CHECK(dag_.latest_finish<long>(finish) == makespan,
@@ -327,7 +321,7 @@ bool FrontierSolver::step() {
     }
     after_[v] = after;
     if (finish[v] + after != makespan) continue;
-    active_[count++] = {v, lower(v), upper(v)};
+    active_[count++] = instruction_arc(m, v);
     if (finish[v] == durations_[v]) active_[count++] = {n + v, 0, FlowNetwork::kUnbounded};
     if (finish[v] == makespan) active_[count++] = {2 * n + v, 0, FlowNetwork::kUnbounded};
     for (std::size_t e = dag_.successor_begin(v); e < dag_.successor_begin(v + 1); ++e) {

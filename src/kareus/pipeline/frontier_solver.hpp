@@ -164,8 +164,9 @@ class FrontierSolver {
   // The plan of realized options with slack reclaimed up to max(real time, allowed_time_s); planned
   // time and model energy are left to evaluate().
   FrontierPoint reclaimed(const Realized& realized, double allowed_time_s) const;
-  std::int64_t upper(std::size_t node) const;  // integer shortening cost; kUnbounded at min
-  std::int64_t lower(std::size_t node) const;  // integer lengthening saving; 0 at max
+  // The flow arc of instruction `node` in `m`: lower bound the integer saving of lengthening it
+  // one unit (0 at its longest), upper the cost of shortening it one unit (unbounded at its shortest).
+  ActiveArc instruction_arc(const Model& m, std::size_t node) const;
 
   const OptionTable& table_;
   SolverOptions options_;
