@@ -65,7 +65,7 @@ TEST_F(FrontierCli, BadInputIsOneLineExitTwoAndNoOutput) {
       {profile("f.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") +
            " --stages 1 --microbatches 0 --p-blocking 80 --out " + path("out"), "--microbatches"},
       {profile("g.csv", header + "0,forward,1410,0.05,2\n0,backward,1410,0.1,4\n") + " --stages 1" + rest,
-       "P_blocking"},
+       "g.csv: stage 0 forward: P_blocking"},
       {profile("h.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") + " --stages 1" + rest +
            " --schedule zigzag", "--schedule"},
       {profile("i.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") + " --stages 1" + rest +

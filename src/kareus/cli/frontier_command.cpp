@@ -102,7 +102,15 @@ int run_frontier(const FrontierFlags& flags) {
     std::fprintf(stderr, tty ? "\r%s" : "%s\n", line.c_str());
     reported = true;
   };
-  pipeline::Frontier frontier = pipeline::solve_frontier(table, schedule, options, progress);
+  pipeline::Frontier frontier;
+  try {
+    frontier = pipeline::solve_frontier(table, schedule, options, progress);
+  } catch (const InputError& e) {
+    // The solver names the stage and instruction at fault; the user also needs the file.
+    const InputLocation& at = e.location();
+    if (!at.file.empty() || at.line > 0 || !at.field.empty()) throw;
+    throw InputError({flags.profile, 0, 0, ""}, e.what());
+  }
   if (reported && tty) std::fprintf(stderr, "\n");
   const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -100,7 +100,7 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
   std::vector<Candidate> all;
   for (std::size_t i = 0; i < options.size(); ++i) {
     const StageOption& o = options[i];
-    // A tiny relative slack keeps exact multiples of the unit from rounding up a whole unit.
+    // Durations are whole units: the nearest to the measured time, and at least one.
     long units = std::max(1L, static_cast<long>(std::llround(o.time_s / unit_time_s)));
     all.push_back({i, units, o.time_s, o.energy_j - p_blocking_w * o.time_s});
   }
