@@ -18,6 +18,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,8 +76,13 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point);
 
 // The ten configurations of the Kareus evaluation (A100, PP 2), by name, e.g.
-// "llama3.2-3b-tp8-mbs8-seq4096" or "qwen3-1.7b-cp2tp4-mbs8-seq8192".
+// "llama3.2-3b-tp8-mbs8-seq4096" or "qwen3-1.7b-cp2tp4-mbs8-seq8192", read from
+// data/configs/kareus-osdi26.json (evaluation_configs.cpp).
 std::vector<std::string> evaluation_config_names();
 Job evaluation_config(std::string_view name);  // InputError listing the names when unknown
+
+// The configurations a `kareus-evaluation-configs` document describes, in its order; `source`
+// names the document in errors (InputError with the JSON path at fault).
+std::vector<Job> parse_evaluation_configs(const nlohmann::json& doc, const std::string& source);
 
 }  // namespace kareus::planner
