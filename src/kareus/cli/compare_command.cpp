@@ -129,7 +129,7 @@ Action register_compare(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compare", "Megatron-LM, Perseus, Nanobatching+Perseus and Kareus on one evaluator");
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
-  cmd->add_flag("--all", flags->all, "All ten Kareus evaluation configurations");
+  cmd->add_flag("--all", flags->all, "Every Kareus evaluation configuration (data/configs/kareus-osdi26.json)");
   cmd->add_option("--evaluator", flags->evaluator, "sim or table:FILE")->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");

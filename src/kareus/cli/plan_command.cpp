@@ -114,8 +114,8 @@ Action register_plan(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plan", "Plan clocks and communication overlap for a training job (Kareus)");
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--preset", flags->preset,
-                  "One of the Kareus evaluation configurations instead of workload flags: " +
-                      fmt::format("{}", fmt::join(planner::evaluation_config_names(), ", ")));
+                  "One of the Kareus evaluation configurations instead of workload flags "
+                  "(data/configs/kareus-osdi26.json; an unknown name lists them)");
   cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU) or table:FILE (measured samples)")
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
