@@ -371,9 +371,8 @@ TEST(FrequencyControllerProcess, SigtermEndsTheProcessInBoundedTimeDespiteAHungD
   EXPECT_EQ(WTERMSIG(outcome.status), SIGTERM);
   // The GPU that answers is reset; the process ends within the stated bound (plus polling).
   EXPECT_TRUE(ends_with_reset(outcome.log)) << outcome.log;
-  EXPECT_LT(
-      took_s,
-      std::chrono::duration<double>(kEmergencyDeviceWait + kSignalResetDeadline).count() + 2.0);
+  // The stated bound is kSignalResetDeadline (3 s), which covers the wait for the hung GPU (1 s).
+  EXPECT_LT(took_s, std::chrono::duration<double>(kSignalResetDeadline).count() + 1.0);
 }
 
 TEST(FrequencyControllerProcess, SigintResetsTheClocksThenKillsTheProcess) {

@@ -71,8 +71,9 @@ kareus_status kareus_fake_gpu_set_load(kareus_gpu* gpu, double load);
 kareus_status kareus_fake_gpu_locked_sm_clock_mhz(const kareus_gpu* gpu, int* out_locked,
                                                   int* out_mhz);
 
-/* Frequency controller over `count` GPUs: memory clock locked to its maximum, power limit reset,
- * clocks reset on stop/free/exit/SIGINT/SIGTERM. Requests never block. */
+/* Frequency controller over `count` GPUs: memory clock locked to its maximum, power limit reset to
+ * the default (the limit found at start is restored), clocks reset on stop/free/exit/SIGINT/SIGTERM.
+ * Requests never block. */
 kareus_status kareus_controller_new(kareus_gpu* const* gpus, size_t count, kareus_controller** out);
 kareus_status kareus_controller_request_sm_clock(kareus_controller* controller, int clock_mhz);
 kareus_status kareus_controller_request_reset(kareus_controller* controller);
