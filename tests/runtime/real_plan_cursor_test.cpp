@@ -3,7 +3,9 @@
 // every stage of them. Every instruction's knobs (partition key -> SMs and launch slot, and the
 // recomputed forward's under checkpointing) and clock are checked against the raw JSON the planner
 // wrote, read here independently. The frontier cursor's straggler switch is checked against a
-// brute-force pick over the same plans.json. (tests/python checks the Python cursor likewise.)
+// brute-force pick over the same plans.json and against the plan `kareus plan --target deadline:`
+// writes. (tests/python checks the Python cursor likewise.)
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -191,6 +193,23 @@ RC_GTEST_PROP(RealPlanCursor, StragglerSwitchesAtTheNamedIterationToTheFrugalPla
       }
     }
     cursor.on_step_end();
+  }
+}
+
+TEST(RealPlanCursor, StragglerPicksThePlanKareusPlanPicksForThatDeadline) {
+  // The same selection as `kareus plan --target deadline:T`: the very plan it writes.
+  const nlohmann::json plans = raw(plans_path())["plans"];
+  for (double slowdown : {1.05, 1.2}) {
+    const double deadline_s = slowdown * plans.front()["time_s"].get<double>();
+    const auto out = planned().dir / fmt::format("deadline-{}", slowdown);
+    const std::string command = fmt::format(
+        "{} plan --microbatches 4 --checkpointing full --target deadline:{:.17g} "
+        "--out {} >{}.log 2>&1",
+        KAREUS_BINARY, deadline_s, out.string(), out.string());
+    ASSERT_EQ(std::system(command.c_str()), 0) << testing::slurp(out.string() + ".log");
+    PlanCursor cursor = PlanCursor::open_frontier(plans_path(), 0, nullptr);
+    cursor.set_target_time(deadline_s, 0);
+    EXPECT_EQ(cursor.plan(), plan::read_plan(out / "plan.json")) << slowdown;
   }
 }
 
