@@ -91,9 +91,20 @@ int run_plan(PlanFlags& flags) {
         {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)}},
        note},
       frontier_svg, report::clock_timeline_svg(chosen_plan));
+  // The whole frontier as a plan set, for a runtime that switches plans (stragglers).
+  nlohmann::json plan_set = nlohmann::json::array();
+  for (std::size_t i = 0; i < kareus.frontier.size(); ++i) {
+    nlohmann::json doc = plan::to_json(planner::make_plan(kareus, job, kareus.frontier[i]));
+    doc["frontier_index"] = i;
+    plan_set.push_back(std::move(doc));
+  }
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "frontier.csv", csv);
   plan::write_plan(chosen_plan, dir / "plan.json");
+  write_file_atomic(
+      dir / "plans.json",
+      nlohmann::json{{"format", "kareus-plan-set"}, {"version", 1}, {"plans", plan_set}}.dump(1) +
+          "\n");
   write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
   write_file_atomic(dir / "report.html", html);
 
@@ -102,8 +113,11 @@ int run_plan(PlanFlags& flags) {
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "fastest", points.front().time_s, points.front().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", chosen_plan.time_s, chosen_plan.energy_j);
-  fmt::print("{} frontier points from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, summary.json, "
-             "report.html\n", points.size(), kareus.measurements, run_time_s, dir.string());
+  fmt::print(
+      "{} frontier points from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
+      "plans.json, "
+      "summary.json, report.html\n",
+      points.size(), kareus.measurements, run_time_s, dir.string());
   return 0;
 }
 

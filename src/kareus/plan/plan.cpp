@@ -156,6 +156,52 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
   return plan;
 }
 
+const PartitionKnob* InstructionKnobs::find(std::string_view key) const {
+  for (const PartitionKnob& k : partitions) {
+    if (k.key == key) return &k;
+  }
+  return nullptr;
+}
+
+InstructionKnobs instruction_knobs(const nlohmann::json& knob, const std::string& path,
+                                   const std::string& source) {
+  InstructionKnobs knobs;
+  if (!knob.is_object() || !knob.contains("partitions")) return knobs;
+  auto read_list = [&](const char* name, std::vector<PartitionKnob>& out) {
+    if (!knob.contains(name)) return;
+    std::string list_path = fmt::format("{}.{}", path, name);
+    const nlohmann::json& list = knob.at(name);
+    if (!list.is_array()) throw InputError({source, 0, 0, list_path}, "expected an array");
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      std::string entry_path = fmt::format("{}[{}]", list_path, k);
+      PartitionKnob entry;
+      entry.key = field<std::string>(list[k], "key", entry_path, source);
+      entry.slot = field<std::string>(list[k], "slot", entry_path, source);
+      entry.sms = integer_field(list[k], "sms", entry_path, source, 0, 1 << 20);
+      for (const PartitionKnob& seen : out) {
+        if (seen.key == entry.key) {
+          throw InputError({source, 0, 0, entry_path + ".key"},
+                           fmt::format("partition '{}' appears twice", entry.key));
+        }
+      }
+      out.push_back(std::move(entry));
+    }
+  };
+  read_list("partitions", knobs.partitions);
+  read_list("recompute", knobs.recompute);
+  return knobs;
+}
+
+nlohmann::json to_json(const InstructionKnobs& knobs) {
+  auto list = [](const std::vector<PartitionKnob>& entries) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const PartitionKnob& k : entries)
+      out.push_back({{"key", k.key}, {"slot", k.slot}, {"sms", k.sms}});
+    return out;
+  };
+  return {{"partitions", list(knobs.partitions)}, {"recompute", list(knobs.recompute)}};
+}
+
 void write_plan(const Plan& plan, const std::filesystem::path& path) {
   write_file_atomic(path, to_json(plan).dump(1) + "\n");
 }
@@ -183,6 +229,28 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
   }
   if (index) throw InputError({path.string(), 0, 0, ""}, "holds a single plan; --index applies to plan sets");
   return plan_from_json(json, path.string());
+}
+
+std::vector<Plan> read_plan_set(const std::filesystem::path& path) {
+  std::string text = read_text_file(path);
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!json.is_object() || json.value("format", "") != "kareus-plan-set") {
+    return {plan_from_json(json, path.string())};
+  }
+  const auto plans = json.value("plans", nlohmann::json::array());
+  if (!plans.is_array() || plans.empty()) {
+    throw InputError({path.string(), 0, 0, "plans"}, "expected a non-empty array of plans");
+  }
+  std::vector<Plan> out;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    out.push_back(plan_from_json(plans[i], fmt::format("{} plans[{}]", path.string(), i)));
+  }
+  return out;
 }
 
 }  // namespace kareus::plan
