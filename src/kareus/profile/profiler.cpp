@@ -124,13 +124,17 @@ Profiler::Profiler(const workload::ModelSpec& model, const workload::ParallelCon
       Group& g = groups->of(which);
       return evaluate::CudaCollectivePeers{g.rank(), g.size(), [&g](std::string& bytes) { g.broadcast(bytes); }};
     };
+    cuda.world = [world = world_.get()] {
+      return evaluate::CudaCollectivePeers{world->rank(), world->size(),
+                                           [world](std::string& bytes) { world->broadcast(bytes); }};
+    };
     executor_ = evaluate::make_cuda_executor(std::move(cuda));
 #else
     (void)model;
     throw DeviceError("measuring on the GPU needs the CUDA executor, and this kareus was built without the CUDA "
                       "toolkit (install it and rebuild)");
 #endif
-    device_name = fmt::format("{} x{} ({})", nvml->name(), world_->size(),
+    device_name = fmt::format("{} x{} ({}", nvml->name(), world_->size(),
                               options.collective == CollectiveKind::kNccl ? "nccl" : "copy kernel");
     control.require_privilege = true;
     monitor_ = std::make_unique<runtime::EnergyMonitor>(std::vector<std::shared_ptr<runtime::Gpu>>{gpu_});
@@ -144,6 +148,14 @@ Profiler::Profiler(const workload::ModelSpec& model, const workload::ParallelCon
                                      p.key, p.collective->ranks, parallel.tp * parallel.cp));
       }
     }
+  }
+  if (options.device == DeviceKind::kNvml) {
+    // Every partition prepared up front (a collective call: the same on every rank), so that the
+    // header and the journals name how each runs where the executor had a choice (attention
+    // through cuDNN's fused SDPA, or the fallback and why).
+    for (const auto& p : partitions) executor_->prepare(p);
+    const std::string details = executor_->details();
+    device_name += details.empty() ? ")" : "; " + details + ")";
   }
   controller_ = std::make_unique<runtime::FrequencyController>(std::vector<std::shared_ptr<runtime::Gpu>>{gpu_}, control);
   measurer_ = std::make_unique<Measurer>(*world_, *executor_, *controller_, *monitor_, measurement);

@@ -61,6 +61,9 @@ class Profiler {
   Group& world() const { return *world_; }
   ProfileSession& session() const { return *session_; }
   runtime::FrequencyController& controller() const { return *controller_; }
+  evaluate::PartitionExecutor& executor() const { return *executor_; }
+  runtime::EnergyMonitor& monitor() const { return *monitor_; }
+  const MeasurementOptions& measurement() const { return measurer_->options(); }
   // The fake executor and device when DeviceKind::kFake, else null.
   const FakeExecutor* fake_executor() const { return fake_executor_; }
   const runtime::FakeGpu* fake_gpu() const { return fake_gpu_.get(); }

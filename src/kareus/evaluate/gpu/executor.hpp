@@ -18,9 +18,13 @@
 
 #include <string>
 
+#include "kareus/core/error.hpp"
 #include "kareus/workload/partition.hpp"
 
 namespace kareus::evaluate {
+
+// A rank's part in P_static's point-to-point wait.
+enum class P2pRole { kReceiver, kSender, kBystander };
 
 class PartitionExecutor {
  public:
@@ -30,6 +34,10 @@ class PartitionExecutor {
   virtual std::string name() const = 0;
   // SMs of the device: a knob's SMs for the collective must stay below it.
   virtual int sm_count() const = 0;
+  // How the partitions prepared so far run where the executor had a choice, for the output's
+  // header and the journal's evaluator name (e.g. "attention (fwd_attn): cuDNN fused SDPA", or a
+  // fallback and why); empty when there is nothing to say.
+  virtual std::string details() const { return {}; }
   // Allocates the tensors and resources `partition` needs; later calls for the same key do
   // nothing. Throws InputError for a partition it cannot run, DeviceError when the device fails.
   virtual void prepare(const workload::Partition& partition) = 0;
@@ -38,6 +46,16 @@ class PartitionExecutor {
   // device time the runs took in all (seconds). Throws DeviceError when the device fails.
   virtual double run(const workload::Partition& partition, const workload::Knob& knob,
                      long repetitions) = 0;
+  // P_static, the power of a GPU blocked in a P2P receive (a pipeline stage waiting for its peer):
+  // the receiver posts a receive from world rank `sender` on its device and returns once it has
+  // completed; the sender idles `delay_s`, then sends to world rank `receiver`; bystanders only
+  // take part in what every rank must (setting up the channel). Collective call on every rank of
+  // the world. Returns the seconds this rank spent in the call. Throws DeviceError when the
+  // device fails, InputError where the executor cannot do it.
+  virtual double p2p_wait(P2pRole role, int receiver, int sender, double delay_s) {
+    (void)role, (void)receiver, (void)sender, (void)delay_s;
+    throw InputError("this executor cannot wait in a point-to-point receive");
+  }
 };
 
 }  // namespace kareus::evaluate

@@ -3,15 +3,23 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nccl.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "kareus/core/error.hpp"
+#ifdef KAREUS_HAVE_CUDNN
+#include "kareus/evaluate/gpu/cuda/fused_attention.hpp"
+#endif
 #include "kareus/evaluate/gpu/cuda/kernels.hpp"
 #include "kareus/evaluate/gpu/op_shapes.hpp"
 
@@ -131,6 +139,9 @@ struct PreparedPartition {
   std::vector<std::unique_ptr<LtGemm>> gemms;
   std::vector<Launch> ops;  // one per partition op, in order
   std::unique_ptr<DeviceBuffer> send, receive;  // the collective's buffers
+#ifdef KAREUS_HAVE_CUDNN
+  std::vector<std::shared_ptr<cuda::FusedAttention>> fused;
+#endif
 };
 
 class CudaExecutor final : public PartitionExecutor {
@@ -146,6 +157,11 @@ class CudaExecutor final : public PartitionExecutor {
     for (cudaEvent_t* e : {&launch_, &join_}) check(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate");
     for (cudaEvent_t* e : {&start_, &stop_}) check(cudaEventCreate(e), "cudaEventCreate");
     check(cublasLtCreate(&lt_), "cublasLtCreate");
+#ifdef KAREUS_HAVE_CUDNN
+    if (const cudnnStatus_t status = cudnnCreate(&cudnn_); status != CUDNN_STATUS_SUCCESS) {
+      throw DeviceError(fmt::format("cuDNN: cudnnCreate: {}", cudnnGetErrorString(status)));
+    }
+#endif
     workspace_ = std::make_unique<DeviceBuffer>(kWorkspaceBytes);
   }
 
@@ -155,6 +171,9 @@ class CudaExecutor final : public PartitionExecutor {
     prepared_.clear();
     workspace_.reset();
     cublasLtDestroy(lt_);
+#ifdef KAREUS_HAVE_CUDNN
+    cudnnDestroy(cudnn_);
+#endif
     for (cudaEvent_t e : {launch_, join_, start_, stop_}) cudaEventDestroy(e);
     cudaStreamDestroy(compute_);
     cudaStreamDestroy(side_);
@@ -166,9 +185,20 @@ class CudaExecutor final : public PartitionExecutor {
   }
   int sm_count() const override { return sms_; }
 
+  std::string details() const override {
+    std::map<std::string, std::vector<std::string>> by_path;
+    for (const auto& [key, path] : attention_paths_) by_path[path].push_back(key);
+    std::string text;
+    for (const auto& [path, keys] : by_path) {
+      text += fmt::format("{}attention ({}): {}", text.empty() ? "" : "; ", fmt::join(keys, ", "), path);
+    }
+    return text;
+  }
+
   void prepare(const workload::Partition& partition) override {
     if (prepared_.contains(partition.key)) return;
     auto p = std::make_unique<PreparedPartition>();
+    key_ = partition.key;
     const std::vector<OpShape> shapes = op_shapes(options_.model, options_.parallel, partition);
     for (const OpShape& shape : shapes) p->ops.push_back(prepare_op(*p, shape));
     if (partition.collective) prepare_collective(*p, partition);
@@ -216,6 +246,13 @@ class CudaExecutor final : public PartitionExecutor {
     return p.buffers.back()->get();
   }
 
+  // `bytes` of device memory, zeroed (fp32 statistics, workspaces).
+  void* zeroed(PreparedPartition& p, std::size_t bytes) {
+    p.buffers.push_back(std::make_unique<DeviceBuffer>(bytes));
+    check(cudaMemsetAsync(p.buffers.back()->get(), 0, bytes, compute_), "cudaMemsetAsync");
+    return p.buffers.back()->get();
+  }
+
   const LtGemm* gemm(PreparedPartition& p, const LtGemm::Spec& spec) {
     p.gemms.push_back(std::make_unique<LtGemm>(lt_, spec));
     return p.gemms.back().get();
@@ -243,7 +280,19 @@ class CudaExecutor final : public PartitionExecutor {
         weight->run(x, y, dw, ws, s);
       };
     }
-    if (const auto* a = std::get_if<AttentionShape>(&shape)) return prepare_attention(p, *a);
+    if (const auto* a = std::get_if<AttentionShape>(&shape)) {
+      std::string why = "this build has no cuDNN";
+#ifdef KAREUS_HAVE_CUDNN
+      if (Launch fused = prepare_fused_attention(p, *a, why)) {
+        attention_paths_[key_] = "cuDNN fused SDPA";
+        return fused;
+      }
+#endif
+      attention_paths_[key_] = "chunked cuBLASLt (cuDNN fused SDPA unavailable: " + why + ")";
+      spdlog::warn("{}: attention of {} runs as chunked cuBLASLt GEMMs, not cuDNN's fused SDPA: {}", name(), key_,
+                   why);
+      return prepare_attention(p, *a);
+    }
     const auto& mshape = std::get<MemoryShape>(shape);
     const long rows = mshape.rows, width = mshape.width;
     const double rw = static_cast<double>(rows) * static_cast<double>(width);
@@ -280,6 +329,58 @@ class CudaExecutor final : public PartitionExecutor {
     }
     throw InternalError("unknown memory kernel");
   }
+
+#ifdef KAREUS_HAVE_CUDNN
+  // Causal attention through cuDNN's fused SDPA. A CP rank's queries (q_len) see keys of the whole
+  // sequence (kv_len = cp · q_len): as the cp steps of ring attention, cp fused causal q_len x
+  // q_len graphs on successive K/V blocks, the counted FLOPs (q_len · kv_len / 2 per head) in all.
+  // GQA first with the model's KV heads; where cuDNN takes no GQA graph, K and V per query head
+  // (the same FLOPs). Null, with cuDNN's reason, when neither has an execution plan.
+  Launch prepare_fused_attention(PreparedPartition& p, const AttentionShape& a, std::string& why) {
+    if (a.kv_len % a.q_len != 0) {
+      why = fmt::format("keys ({}) not a multiple of the queries ({})", a.kv_len, a.q_len);
+      return {};
+    }
+    const long steps = a.kv_len / a.q_len;
+    cuda::FusedAttentionShape shape{a.batch, a.q_heads, a.kv_heads, a.q_len, a.head_dim, a.backward};
+    std::unique_ptr<cuda::FusedAttention> graph = cuda::FusedAttention::make(cudnn_, shape, why);
+    if (!graph && shape.kv_heads != shape.q_heads) {
+      std::string per_head_why;
+      shape.kv_heads = shape.q_heads;
+      graph = cuda::FusedAttention::make(cudnn_, shape, per_head_why);
+      why = fmt::format("GQA: {}; K/V per query head: {}", why, per_head_why);
+    }
+    if (!graph) return {};
+    const double q_elements = static_cast<double>(shape.batch * shape.q_heads * shape.len * shape.head_dim);
+    const double kv_elements = static_cast<double>(shape.batch * shape.kv_heads * shape.len * shape.head_dim);
+    const auto rows = static_cast<std::size_t>(shape.batch * shape.q_heads * shape.len);
+    void* workspace = zeroed(p, std::max<std::size_t>(graph->workspace_bytes(), 16));
+    cuda::FusedAttentionBuffers t;
+    t.q = buffer(p, q_elements);
+    t.o = buffer(p, q_elements);
+    t.stats = zeroed(p, rows * sizeof(float));
+    if (a.backward) {
+      t.d_o = buffer(p, q_elements);
+      t.dq = buffer(p, q_elements);
+      t.softmax_sum = zeroed(p, rows * sizeof(float));
+    }
+    std::vector<int> bindings;
+    for (long step = 0; step < steps; ++step) {  // each step its own K/V block (and dK/dV)
+      t.k = buffer(p, kv_elements);
+      t.v = buffer(p, kv_elements);
+      if (a.backward) {
+        t.dk = buffer(p, kv_elements);
+        t.dv = buffer(p, kv_elements);
+      }
+      bindings.push_back(graph->bind(t, workspace));
+    }
+    std::shared_ptr<cuda::FusedAttention> shared = std::move(graph);
+    p.fused.push_back(shared);
+    return [shared, bindings](cudaStream_t s) {
+      for (int b : bindings) shared->run(b, s);
+    };
+  }
+#endif
 
   // Causal attention as chunked strided-batched GEMMs with our softmax between them: K and V are
   // held per query head (GQA's sharing does not change the FLOPs), and query chunk c computes
@@ -373,10 +474,32 @@ class CudaExecutor final : public PartitionExecutor {
     }
   }
 
-  ncclComm_t communicator(workload::ParallelGroup group, int sms) {
-    const auto key = std::make_pair(static_cast<int>(group), sms);
+  double p2p_wait(P2pRole role, int receiver, int sender, double delay_s) override {
+    if (options_.collective != CollectiveBackend::kNccl || !options_.world) {
+      throw InputError({"", 0, 0, "--collective"}, "P_static waits in an NCCL receive: run one rank per GPU with "
+                                                   "--collective nccl");
+    }
+    constexpr std::size_t kBytes = 1 << 20;  // what a pipeline stage would receive; the size does not matter
+    ncclComm_t comm = communicator(kWorldGroup, 0);
+    if (!p2p_) p2p_ = std::make_unique<DeviceBuffer>(kBytes);
+    const auto start = std::chrono::steady_clock::now();
+    if (role == P2pRole::kReceiver) {
+      check(ncclRecv(p2p_->get(), kBytes, ncclUint8, sender, comm, compute_), "ncclRecv");
+      check(cudaStreamSynchronize(compute_), "waiting in the receive");
+    } else if (role == P2pRole::kSender) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
+      check(ncclSend(p2p_->get(), kBytes, ncclUint8, receiver, comm, compute_), "ncclSend");
+      check(cudaStreamSynchronize(compute_), "sending");
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // A communicator of `group` (or of the world) whose kernels use `sms` CTAs (0: NCCL's default).
+  ncclComm_t communicator(int group, int sms) {
+    const auto key = std::make_pair(group, sms);
     if (auto it = comms_.find(key); it != comms_.end()) return it->second;
-    const CudaCollectivePeers peers = options_.peers(group);
+    const CudaCollectivePeers peers =
+        group == kWorldGroup ? options_.world() : options_.peers(static_cast<workload::ParallelGroup>(group));
     ncclUniqueId id{};
     if (peers.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     std::string bytes(reinterpret_cast<const char*>(&id), sizeof id);
@@ -384,8 +507,10 @@ class CudaExecutor final : public PartitionExecutor {
     KAREUS_CHECK(bytes.size() == sizeof id, "the NCCL unique id did not arrive whole");
     std::memcpy(&id, bytes.data(), sizeof id);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.minCTAs = sms;
-    config.maxCTAs = sms;
+    if (sms > 0) {
+      config.minCTAs = sms;
+      config.maxCTAs = sms;
+    }
     ncclComm_t comm = nullptr;
     check(ncclCommInitRankConfig(&comm, peers.size, id, peers.rank, &config), "ncclCommInitRankConfig");
     comms_[key] = comm;
@@ -401,7 +526,7 @@ class CudaExecutor final : public PartitionExecutor {
       const long bytes = static_cast<long>(std::ceil(c.wire_bytes() / 16)) * 16;
       return [=](cudaStream_t s) { cuda::copy_on_sms(send, receive, bytes, sms, s); };
     }
-    ncclComm_t comm = communicator(c.group, sms);
+    ncclComm_t comm = communicator(static_cast<int>(c.group), sms);
     const auto elements = static_cast<std::size_t>(c.bytes / 2);
     const auto shard = elements / static_cast<std::size_t>(c.ranks);
     switch (c.kind) {
@@ -429,7 +554,14 @@ class CudaExecutor final : public PartitionExecutor {
   cublasLtHandle_t lt_ = nullptr;
   std::unique_ptr<DeviceBuffer> workspace_;
   std::map<std::string, std::unique_ptr<PreparedPartition>> prepared_;
-  std::map<std::pair<int, int>, ncclComm_t> comms_;
+  static constexpr int kWorldGroup = -1;
+  std::map<std::pair<int, int>, ncclComm_t> comms_;  // (group, SMs) -> communicator
+  std::unique_ptr<DeviceBuffer> p2p_;                // P_static's receive buffer
+#ifdef KAREUS_HAVE_CUDNN
+  cudnnHandle_t cudnn_ = nullptr;
+#endif
+  std::string key_;                                      // the partition being prepared
+  std::map<std::string, std::string> attention_paths_;  // partition key -> how its attention runs
 };
 
 }  // namespace
