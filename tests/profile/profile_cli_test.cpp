@@ -111,11 +111,19 @@ TEST_F(ProfileCli, BadFlagsFailBeforeAnyDeviceIsTouched) {
   expect_one_line_error(run("profile --device fake --tp 2 --window 0 --out " + path("p")), "window");
 }
 
+TEST_F(ProfileCli, PStaticOnOneRankIsOneClearLineAndWritesNothing) {
+  expect_one_line_error(run("profile --device fake --p-static --window 1 --out " + path("ps")), "mpirun -np 2");
+  EXPECT_FALSE(std::filesystem::exists(path("ps")));
+  expect_one_line_error(run("profile --device fake --p-static --stage-sweep --out " + path("ps")), "--stage-sweep");
+}
+
 TEST_F(ProfileCli, HelpSaysHowToRunIt) {
   const CliResult r = run("profile --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_TRUE(contains(r.out, "mpirun")) << r.out;
   EXPECT_TRUE(contains(r.out, "--collective")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--p-static")) << r.out;
+  EXPECT_TRUE(contains(r.out, "stage,instruction,frequency,time,energy")) << r.out;
   EXPECT_FALSE(contains(r.out, "--fake-rank-slowdown")) << r.out;
 }
 

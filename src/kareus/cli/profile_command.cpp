@@ -1,11 +1,15 @@
 // `kareus profile`: measures each partition's knobs on this machine's GPUs (one rank per GPU under
 // mpirun; rank 0 searches, every rank measures), journalled for resuming, and writes the
-// measurements in the table evaluator's format. `--device fake` runs the same protocol on fake GPUs
-// driven by the simulated model (tests, demos: no GPU needed, and nothing is measured).
+// measurements in the table evaluator's format. `--p-static` measures instead the power of a GPU
+// blocked in a P2P receive, `--stage-sweep` whole pipeline stages per clock (Perseus's profile).
+// `--device fake` runs the same protocols on fake GPUs driven by the simulated model (tests,
+// demos: no GPU needed, and nothing is measured).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "kareus/cli/commands.hpp"
@@ -14,8 +18,11 @@
 #include "kareus/core/io.hpp"
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/planner/planner.hpp"
+#include "kareus/hardware/gpu.hpp"
+#include "kareus/profile/p_static.hpp"
 #include "kareus/profile/profiler.hpp"
 #include "kareus/profile/run.hpp"
+#include "kareus/profile/stage_sweep.hpp"
 
 namespace kareus::cli {
 namespace {
@@ -36,6 +43,9 @@ struct ProfileFlags {
   std::string out;
   bool compare_sim = false;
   double fake_rank_slowdown = 0;
+  bool p_static = false;
+  std::optional<double> p_static_clock_mhz;
+  bool stage_sweep = false;
 };
 
 std::vector<double> parse_numbers(const std::string& text, const std::string& flag) {
@@ -86,6 +96,62 @@ nlohmann::json workload_identity(const ResolvedWorkload& w, const ProfileFlags& 
           {"slots", flags.slots ? static_cast<long>(*flags.slots) : -1}};
 }
 
+// P_static on every rank: world rank 0 waits in a receive from rank 1. Rank 0 writes
+// <out>/p_static.json and <out>/gpu.json (the GPU description with the measured static power, for
+// `kareus plan --gpu <out>/gpu.json`).
+int run_p_static(const ProfileFlags& flags, const ResolvedWorkload& w, profile::Profiler& profiler,
+                 const std::vector<double>& clocks, const std::function<void()>& header) {
+  if (profiler.world().size() < 2) {
+    throw InputError({"", 0, 0, "--p-static"}, "P_static needs two ranks, one waiting for the other (mpirun -np 2)");
+  }
+  profile::PStaticOptions options;
+  options.clock_mhz = flags.p_static_clock_mhz.value_or(clocks.back());
+  options.wait_s = profiler.measurement().window_s;
+  options.settle_s = profiler.measurement().cool_down_s;
+  options.idle = profiler.measurement().idle;
+  if (profiler.leader()) {
+    header();
+    fmt::print("P_static: rank 0's GPU waits in a P2P receive while rank 1 idles {:g} s, at {:g} MHz\n",
+               options.wait_s, options.clock_mhz);
+    std::fflush(stdout);
+  }
+  const profile::PStaticResult r =
+      profile::measure_p_static(profiler.world(), profiler.executor(), profiler.controller(), profiler.monitor(), options);
+  if (!profiler.leader()) {
+    profiler.session().serve();  // until rank 0 closes
+    profiler.close();
+    return 0;
+  }
+  profiler.close();
+  const std::filesystem::path out(flags.out);
+  std::filesystem::create_directories(out);
+  const bool fake = profiler.fake_gpu() != nullptr;
+  nlohmann::ordered_json doc{{"p_static_w", r.power_w},
+                             {"window_s", r.time_s},
+                             {"energy_j", r.energy_j},
+                             {"clock_mhz", options.clock_mhz},
+                             {"device", profiler.session().device_name()},
+                             {"receiver_rank", options.receiver},
+                             {"sender_rank", options.sender},
+                             {"simulated", fake}};
+  write_file_atomic(out / "p_static.json", doc.dump(2) + "\n");
+  hardware::GpuSpec gpu = w.gpu;
+  gpu.static_power_w = r.power_w;
+  nlohmann::ordered_json spec = hardware::to_json(gpu);
+  if (spec.contains("source")) {
+    spec["source"] = fmt::format("{} P_static {:.1f} W {} by kareus profile --p-static on {} at {:g} MHz.",
+                                 spec["source"].get<std::string>(), r.power_w, fake ? "simulated" : "measured",
+                                 profiler.session().device_name(), options.clock_mhz);
+  }
+  write_file_atomic(out / "gpu.json", spec.dump(2) + "\n");
+  fmt::print("P_static = {:.2f} W ({:.4f} J over {:.3f} s){}\n", r.power_w, r.energy_j, r.time_s,
+             fake ? ", simulated" : "");
+  fmt::print("wrote {0}/p_static.json and {0}/gpu.json (kareus plan --gpu {0}/gpu.json ..., or --p-blocking {1:.2f} "
+             "for kareus frontier)\n",
+             flags.out, r.power_w);
+  return 0;
+}
+
 int run_profile_command(const ProfileFlags& flags) {
   const ResolvedWorkload w = resolve_workload(flags.workload);
   auto mode = search::parse_search_mode(flags.mode);
@@ -97,6 +163,9 @@ int run_profile_command(const ProfileFlags& flags) {
     throw InputError({"", 0, 0, "--collective"}, fmt::format("expected nccl or copy, got '{}'", flags.collective));
   }
   if (!(flags.fake_rank_slowdown >= 0)) throw InputError({"", 0, 0, "--fake-rank-slowdown"}, "must not be negative");
+  if (flags.p_static && flags.stage_sweep) {
+    throw InputError({"", 0, 0, "--p-static"}, "measures P_static alone; run --stage-sweep separately");
+  }
 
   search::PartitionSearchOptions options;
   options.mode = *mode;
@@ -151,17 +220,37 @@ int run_profile_command(const ProfileFlags& flags) {
   profiler_options.fake_rank_slowdown = flags.fake_rank_slowdown;
   const nlohmann::json identity = workload_identity(w, flags);
   profile::Profiler profiler(w.model, w.parallel, w.gpu, partitions, identity, profiler_options);
+  const bool fake = *device == profile::DeviceKind::kFake;
+  auto header = [&] {
+    fmt::print("{}\n", describe(w));
+    fmt::print("Measuring on {} ({} rank{}){}\n", profiler.session().device_name(), profiler.world().size(),
+               profiler.world().size() == 1 ? "" : "s",
+               fake ? ": fake GPUs driven by the simulated model, not a measurement" : "");
+  };
+  if (flags.p_static) return run_p_static(flags, w, profiler, clocks, header);
   if (!profiler.leader()) {
     profiler.session().serve();
     profiler.close();
     return 0;
   }
-
-  const bool fake = *device == profile::DeviceKind::kFake;
-  fmt::print("{}\n", describe(w));
-  fmt::print("Measuring on {} ({} rank{}){}\n", profiler.session().device_name(), profiler.world().size(),
-             profiler.world().size() == 1 ? "" : "s",
-             fake ? ": fake GPUs driven by the simulated model, not a measurement" : "");
+  header();
+  if (flags.stage_sweep) {
+    profile::StageSweepRequest request{clocks, flags.sequential_sms, flags.out, identity};
+    fmt::print("Per stage, instruction and clock: the whole instruction (its layers' partitions and the stage's "
+               "other work, sequential), time = the slowest rank's, energy per GPU\n");
+    std::fflush(stdout);
+    const profile::StageSweepOutcome outcome =
+        profile::run_stage_sweep(profiler.session(), w.model, w.parallel, partitions, request);
+    profiler.close();
+    for (const auto& m : outcome.measurements) {
+      fmt::print("  stage {} {:<8} {:>6g} MHz  {:10.6f} s  {:10.4f} J\n", m.stage, pipeline::to_string(m.type),
+                 m.freq_mhz, m.time_s, m.energy_j);
+    }
+    fmt::print("{} measured now; wrote {} (kareus frontier --profile {} --stages {} ...)\n", outcome.measured_now,
+               profile::stage_profile_path(flags.out).string(), profile::stage_profile_path(flags.out).string(),
+               w.parallel.pp);
+    return 0;
+  }
   fmt::print("Per knob: time = the slowest rank's, energy = per GPU (mean over the ranks), one run of the partition\n");
   std::fflush(stdout);
   profile::ProfileRequest request{chosen, options, flags.out, identity};
@@ -231,6 +320,14 @@ Action register_profile(CLI::App& app) {
   cmd->add_option("--out", flags->out, "Output directory: journals, measurements.csv, ranks.csv")->required();
   cmd->add_flag("--compare-sim", flags->compare_sim,
                 "Also write comparison.csv: each measured knob beside the simulated GPU's prediction and its error");
+  cmd->add_flag("--p-static", flags->p_static,
+                "Measure P_static instead: rank 0's GPU blocked in a P2P receive while rank 1 idles for --window "
+                "seconds (needs 2 ranks); writes OUT/p_static.json and OUT/gpu.json (the GPU with that static power)");
+  cmd->add_option("--p-static-clock", flags->p_static_clock_mhz, "SM clock of the P_static wait (default: the top of --clocks)");
+  cmd->add_flag("--stage-sweep", flags->stage_sweep,
+                "Measure whole pipeline stages instead (Perseus): per stage, instruction and clock of --clocks, the "
+                "stage's whole forward or backward with the sequential knob; writes OUT/stage_profile.csv "
+                "(stage,instruction,frequency,time,energy) for kareus frontier --profile");
   cmd->add_option("--fake-rank-slowdown", flags->fake_rank_slowdown,
                   "Fake devices only: rank r runs (1 + r x this) times slower (tests)")
       ->group("");

@@ -41,6 +41,9 @@ class FakeExecutor final : public evaluate::PartitionExecutor {
   int sm_count() const override { return gpu_.sms; }
   void prepare(const workload::Partition& partition) override;
   double run(const workload::Partition& partition, const workload::Knob& knob, long repetitions) override;
+  // The receiver's device draws what the model says a GPU blocked on P2P draws (static power:
+  // load 0) while its clock moves by the sender's idle; the sender idles as long.
+  double p2p_wait(evaluate::P2pRole role, int receiver, int sender, double delay_s) override;
 
   // Times prepare() allocated for `key` (once, however often it is called).
   int allocations(const std::string& key) const;

@@ -42,26 +42,50 @@ long Measurer::agreed_repetitions(double per_run_s, double fill_s) {
 
 KnobMeasurement Measurer::measure(const workload::Partition& partition, const workload::Knob& knob) {
   executor_.prepare(partition);
+  return measure_work(fmt::format("{}@{:g}/{}/{}", partition.key, knob.freq_mhz, knob.sms, knob.slot), knob.freq_mhz,
+                      [&](long repetitions) { return executor_.run(partition, knob, repetitions); });
+}
+
+KnobMeasurement Measurer::measure_sequence(const std::string& name, const std::vector<Step>& steps, double freq_mhz) {
+  if (steps.empty()) throw InputError({"", 0, 0, name}, "an empty sequence has nothing to measure");
+  for (const Step& step : steps) {
+    KAREUS_CHECK(step.partition != nullptr && step.count >= 1, "a sequence step runs a partition at least once");
+    executor_.prepare(*step.partition);
+  }
+  return measure_work(fmt::format("{}@{:g}", name, freq_mhz), freq_mhz, [&](long repetitions) {
+    double seconds = 0;
+    for (long rep = 0; rep < repetitions; ++rep) {
+      for (const Step& step : steps) {
+        workload::Knob knob = step.knob;
+        knob.freq_mhz = freq_mhz;
+        seconds += executor_.run(*step.partition, knob, step.count);
+      }
+    }
+    return seconds;
+  });
+}
+
+KnobMeasurement Measurer::measure_work(const std::string& window, double freq_mhz,
+                                       const std::function<double(long)>& run) {
   if (!controller_.clocks_enabled()) {
     throw DeviceError("the SM clock cannot be locked (missing privilege): a knob's clock would not be measured");
   }
-  controller_.request_sm_clock(static_cast<int>(std::lround(knob.freq_mhz)));
+  controller_.request_sm_clock(static_cast<int>(std::lround(freq_mhz)));
   controller_.wait_idle();
 
   // Warm-up: one run to learn the pace, then enough to fill the warm-up time.
-  double per_run_s = executor_.run(partition, knob, 1);
+  double per_run_s = run(1);
   if (options_.warmup_s > 0) {
     const long warm = agreed_repetitions(per_run_s, options_.warmup_s);
-    per_run_s = executor_.run(partition, knob, warm) / static_cast<double>(warm);
+    per_run_s = run(warm) / static_cast<double>(warm);
   }
   const long repetitions = agreed_repetitions(per_run_s, options_.window_s);
 
   // The window: every rank starts together, so the collectives of its runs meet.
   world_.barrier();
-  const std::string window = fmt::format("{}@{:g}/{}/{}", partition.key, knob.freq_mhz, knob.sms, knob.slot);
   monitor_.begin_window(window);
   try {
-    executor_.run(partition, knob, repetitions);
+    run(repetitions);
   } catch (...) {
     monitor_.cancel_window(window);
     throw;

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "kareus/workload/partition.hpp"
+
 #include "kareus/evaluate/gpu/executor.hpp"
 #include "kareus/profile/group.hpp"
 #include "kareus/runtime/energy_monitor.hpp"
@@ -49,6 +51,18 @@ class Measurer {
 
   // Collective call. Throws DeviceError when the device fails or the window reads no time.
   KnobMeasurement measure(const workload::Partition& partition, const workload::Knob& knob);
+
+  // One step of a sequence: `count` runs of `partition` under `knob`.
+  struct Step {
+    const workload::Partition* partition = nullptr;
+    workload::Knob knob;
+    long count = 1;
+  };
+  // The same protocol for a whole sequence at one clock (a pipeline stage's forward or backward:
+  // its layers' partitions in order, then its non-partition work): a repetition runs every step
+  // in order, so the figures are per run of the whole sequence. Collective call; `name` labels
+  // the window.
+  KnobMeasurement measure_sequence(const std::string& name, const std::vector<Step>& steps, double freq_mhz);
   // Returns every GPU to the driver's clock management (also done by the controller's stop()).
   void reset_clocks();
 
@@ -56,6 +70,8 @@ class Measurer {
 
  private:
   long agreed_repetitions(double per_run_s, double fill_s);
+  // The protocol around `run(repetitions)` (device seconds of that many back-to-back runs).
+  KnobMeasurement measure_work(const std::string& window, double freq_mhz, const std::function<double(long)>& run);
 
   Group& world_;
   evaluate::PartitionExecutor& executor_;

@@ -58,19 +58,26 @@ ProfileSession::~ProfileSession() {
   }
 }
 
-KnobMeasurement ProfileSession::measure_here(const workload::Partition& partition, const workload::Knob& knob) {
-  if (world_.size() == 1) return measurer_.measure(partition, knob);
+KnobMeasurement ProfileSession::measure_here(const std::string& what, const std::function<KnobMeasurement()>& work) {
+  if (world_.size() == 1) return work();
   try {
-    return measurer_.measure(partition, knob);
+    return work();
   } catch (const std::exception& e) {
     // The other ranks wait in a collective call and cannot be told: end the run.
-    spdlog::error("profile: rank {} failed measuring {} at {:g} MHz, {} SMs, slot {}: {}; ending the run "
-                  "(rerun to resume from the journal)",
-                  world_.rank(), partition.key, knob.freq_mhz, knob.sms, knob.slot, e.what());
+    spdlog::error("profile: rank {} failed measuring {}: {}; ending the run (rerun to resume from the journal)",
+                  world_.rank(), what, e.what());
     world_.abort(3);
   }
   throw InternalError("abort returned");
 }
+
+namespace {
+
+std::string knob_text(const workload::Partition& partition, const workload::Knob& knob) {
+  return fmt::format("{} at {:g} MHz, {} SMs, slot {}", partition.key, knob.freq_mhz, knob.sms, knob.slot);
+}
+
+}  // namespace
 
 KnobMeasurement ProfileSession::measure(const workload::Partition& partition, const workload::Knob& knob) {
   KAREUS_CHECK(leader(), "only rank 0 asks for measurements");
@@ -82,9 +89,26 @@ KnobMeasurement ProfileSession::measure(const workload::Partition& partition, co
                                        {"slot", knob.slot}}
                             .dump();
   world_.broadcast(command);
-  KnobMeasurement m = measure_here(partition, knob);
+  KnobMeasurement m = measure_here(knob_text(partition, knob), [&] { return measurer_.measure(partition, knob); });
   if (on_measured) on_measured(partition, knob, m);
   return m;
+}
+
+KnobMeasurement ProfileSession::measure_sequence(const std::string& name, const std::vector<Measurer::Step>& steps,
+                                                 double freq_mhz) {
+  KAREUS_CHECK(leader(), "only rank 0 asks for measurements");
+  KAREUS_CHECK(!finished_, "measure_sequence() after finish()");
+  nlohmann::json doc{{"op", "sequence"}, {"name", name}, {"freq_mhz", freq_mhz}, {"steps", nlohmann::json::array()}};
+  for (const Measurer::Step& step : steps) {
+    // A partition of the session's own, so that the other ranks find it by key.
+    workload::find_partition(partitions_, step.partition->key);
+    doc["steps"].push_back(
+        {{"partition", step.partition->key}, {"sms", step.knob.sms}, {"slot", step.knob.slot}, {"count", step.count}});
+  }
+  std::string command = doc.dump();
+  world_.broadcast(command);
+  return measure_here(fmt::format("{} at {:g} MHz", name, freq_mhz),
+                      [&] { return measurer_.measure_sequence(name, steps, freq_mhz); });
 }
 
 long ProfileSession::serve() {
@@ -95,9 +119,23 @@ long ProfileSession::serve() {
     world_.broadcast(command);
     const nlohmann::json doc = nlohmann::json::parse(command);
     if (doc.at("op") == "stop") return measured;
-    const workload::Partition& partition = workload::find_partition(partitions_, doc.at("partition").get<std::string>());
-    workload::Knob knob{doc.at("freq_mhz").get<double>(), doc.at("sms").get<int>(), doc.at("slot").get<std::string>()};
-    measure_here(partition, knob);
+    const double freq_mhz = doc.at("freq_mhz").get<double>();
+    if (doc.at("op") == "sequence") {
+      std::vector<Measurer::Step> steps;
+      for (const auto& s : doc.at("steps")) {
+        steps.push_back({&workload::find_partition(partitions_, s.at("partition").get<std::string>()),
+                         {freq_mhz, s.at("sms").get<int>(), s.at("slot").get<std::string>()},
+                         s.at("count").get<long>()});
+      }
+      const std::string name = doc.at("name").get<std::string>();
+      measure_here(fmt::format("{} at {:g} MHz", name, freq_mhz),
+                   [&] { return measurer_.measure_sequence(name, steps, freq_mhz); });
+    } else {
+      const workload::Partition& partition =
+          workload::find_partition(partitions_, doc.at("partition").get<std::string>());
+      workload::Knob knob{freq_mhz, doc.at("sms").get<int>(), doc.at("slot").get<std::string>()};
+      measure_here(knob_text(partition, knob), [&] { return measurer_.measure(partition, knob); });
+    }
     ++measured;
   }
 }

@@ -40,6 +40,11 @@ class ProfileSession {
   bool leader() const { return world_.rank() == 0; }
   // Rank 0: measures `knob` of `partition` on every rank.
   KnobMeasurement measure(const workload::Partition& partition, const workload::Knob& knob);
+  // Rank 0: measures a whole sequence of steps (Measurer::measure_sequence) on every rank; the
+  // steps' partitions must be among the session's.
+  KnobMeasurement measure_sequence(const std::string& name, const std::vector<Measurer::Step>& steps,
+                                   double freq_mhz);
+
   // The other ranks: measure what rank 0 asks until it finishes; returns the knobs measured.
   long serve();
   // Rank 0: lets the other ranks' serve() return. Idempotent; the destructor calls it.
@@ -55,7 +60,8 @@ class ProfileSession {
   const hardware::GpuSpec& gpu() const { return gpu_; }
 
  private:
-  KnobMeasurement measure_here(const workload::Partition& partition, const workload::Knob& knob);
+  // Runs `work` here; with several ranks a failure ends the run (see above).
+  KnobMeasurement measure_here(const std::string& what, const std::function<KnobMeasurement()>& work);
 
   Group& world_;
   std::vector<workload::Partition> partitions_;
