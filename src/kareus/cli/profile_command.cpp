@@ -115,8 +115,15 @@ int run_p_static(const ProfileFlags& flags, const ResolvedWorkload& w, profile::
                options.wait_s, options.clock_mhz);
     std::fflush(stdout);
   }
-  const profile::PStaticResult r =
-      profile::measure_p_static(profiler.world(), profiler.executor(), profiler.controller(), profiler.monitor(), options);
+  profile::PStaticResult r;
+  try {
+    r = profile::measure_p_static(profiler.world(), profiler.executor(), profiler.controller(), profiler.monitor(),
+                                  options);
+  } catch (const std::exception& e) {
+    // The other ranks wait in a collective call and cannot be told: end the run.
+    spdlog::error("profile: rank {} failed measuring P_static: {}", profiler.world().rank(), e.what());
+    profiler.world().abort(3);
+  }
   if (!profiler.leader()) {
     profiler.session().serve();  // until rank 0 closes
     profiler.close();
