@@ -8,7 +8,9 @@
 # SMs moving the bytes the ring would move through this GPU (--collective copy), so the SM stealing
 # and HBM traffic that interact with the compute are there, the link is not. Each knob: clock
 # locked through the frequency controller (needs root or CAP_SYS_ADMIN), 0.5 s warm-up, a 3 s
-# window read with the energy counter, 0.5 s cool-down.
+# window read with the energy counter, 0.5 s cool-down. Attention runs through cuDNN's fused SDPA
+# where cuDNN has a plan for its graph; the "Measuring on" line (and the journals) name the path,
+# and the chunked cuBLASLt fallback with cuDNN's reason where it has none.
 #
 # Where there is no NVIDIA GPU it builds, says so and exits 0. `--fake` runs the same profile on a
 # fake GPU driven by the simulated model (no GPU needed; it checks the flags and the outputs, its
