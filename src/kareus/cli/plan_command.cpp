@@ -42,7 +42,7 @@ int run_plan(PlanFlags& flags) {
       flags.workload, flags.preset.empty() ? std::vector<std::string>{} : std::vector<std::string>{flags.preset}, "--preset");
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
-  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
+  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel);
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
@@ -130,7 +130,8 @@ Action register_plan(CLI::App& app) {
   cmd->add_option("--preset", flags->preset,
                   "One of the Kareus evaluation configurations instead of workload flags "
                   "(data/configs/kareus-osdi26.json; an unknown name lists them)");
-  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU) or table:FILE (measured samples)")
+  cmd->add_option("--evaluator", flags->evaluator,
+                  "sim (the simulated GPU), table:FILE (measured samples) or gpu (measured now on this machine's GPUs)")
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)");
