@@ -119,7 +119,7 @@ int run_replay(const ReplayFlags& flags) {
   std::string source =
       flags.index ? fmt::format("{} plans[{}]", flags.plan, *flags.index) : flags.plan;
   auto schedule =
-      pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches);
+      pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
   check_plan(plan, schedule, source);
 
   // When each instruction runs: its earliest start in the schedule's dependency DAG.

@@ -105,6 +105,19 @@ std::string_view schedule_kind_names() { return "1f1b, gpipe, interleaved, zb-h1
 
 bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::kZeroBubbleH1; }
 
+OptionTable chunk_option_table(OptionTable table, int virtual_stages) {
+  KAREUS_CHECK(virtual_stages >= 1, "virtual stages must be at least 1");
+  for (auto& per_type : table.options) {
+    for (auto& options : per_type) {
+      for (StageOption& o : options) {
+        o.time_s /= virtual_stages;
+        o.energy_j /= virtual_stages;
+      }
+    }
+  }
+  return table;
+}
+
 std::size_t PipelineSchedule::num_instructions() const {
   std::size_t n = 0;
   for (const Order& order : order_) n += order.size();

@@ -81,4 +81,9 @@ class PipelineSchedule {
   std::vector<std::vector<Instruction>> order_;
 };
 
+// The options of one chunk when each stage's layers are split evenly into `virtual_stages` chunks:
+// every option's time and energy divided by V (the stage's non-layer work, embedding or LM head,
+// spread over its chunks too). The solver gives every chunk of a GPU the same options.
+OptionTable chunk_option_table(OptionTable table, int virtual_stages);
+
 }  // namespace kareus::pipeline
