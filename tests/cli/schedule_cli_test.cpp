@@ -57,6 +57,13 @@ TEST_F(ScheduleCli, RefusalsAreOneLineExitTwoAndNothingWritten) {
   expect_one_line_error(run("plan --schedule interleaved --virtual-stages 2 --layers-per-stage 14,14 --microbatches 7" + out),
                         "multiple");
   expect_one_line_error(run("plan --schedule zigzag" + out), "--schedule");
+  const std::string profile = std::string(KAREUS_DATA_DIR) + "/perseus-sosp24/stage_profile/bloom+a100_sxm_bf16.csv";
+  expect_one_line_error(run("frontier --profile " + profile + " --stages 8 --microbatches 8 --p-blocking 80 "
+                            "--schedule zb-h1" + out),
+                        "B and W");
+  expect_one_line_error(run("frontier --profile " + profile + " --stages 8 --microbatches 12 --p-blocking 80 "
+                            "--schedule interleaved --virtual-stages 2" + out),
+                        "multiple");
   expect_one_line_error(run("compare --straggler 0.9 --mode exhaustive" + out), "--straggler");
   EXPECT_FALSE(std::filesystem::exists(path("never")));
 }
