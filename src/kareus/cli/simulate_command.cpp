@@ -44,6 +44,7 @@ int run_simulate(const SimulateFlags& flags) {
       flags.switch_latency_ms ? *flags.switch_latency_ms * 1e-3 : cluster.clock_switch_latency_s;
   options.jitter = flags.jitter;
   options.seed = flags.seed;
+  options.plan_source = flags.index ? fmt::format("{} plans[{}]", flags.plan, *flags.index) : flags.plan;
   std::string transfers = "none (--no-p2p)";
   if (!flags.no_p2p) {
     const ResolvedWorkload w = resolve_workload(flags.workload);

@@ -14,8 +14,7 @@ namespace kareus::sim {
 namespace {
 
 // The plan's schedule, checked instruction by instruction against what the plan lists.
-pipeline::PipelineSchedule schedule_of(const plan::Plan& plan) {
-  const std::string source = "plan";
+pipeline::PipelineSchedule schedule_of(const plan::Plan& plan, const std::string& source) {
   pipeline::PipelineSchedule schedule =
       pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
   for (int s = 0; s < plan.num_stages; ++s) {
@@ -76,7 +75,7 @@ SimulationResult simulate(const plan::Plan& plan, const SimulationOptions& optio
     throw InputError({"", 0, 0, "--switch-latency-ms"}, "must be non-negative");
   }
   if (!(options.transfer_bytes >= 0)) throw InputError({"", 0, 0, "transfer bytes"}, "must be non-negative");
-  const pipeline::PipelineSchedule schedule = schedule_of(plan);
+  const pipeline::PipelineSchedule schedule = schedule_of(plan, options.plan_source);
   const pipeline::InstructionDag dag(schedule);
   const std::size_t n = dag.num_nodes();
   const double p_blocking_w = plan.p_blocking_w;

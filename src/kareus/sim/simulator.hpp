@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kareus/plan/plan.hpp"
@@ -37,6 +38,7 @@ struct SimulationOptions {
   // drawn from `seed` in the plan's stage-major order; 0 = none.
   double jitter = 0;
   std::uint64_t seed = 1;
+  std::string plan_source = "plan";  // names the plan in errors, e.g. its file
 };
 
 struct SimulatedInstruction {
