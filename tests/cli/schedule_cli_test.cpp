@@ -19,6 +19,9 @@ TEST_F(ScheduleCli, PlanWritesAnInterleavedPlanTheSimulatorReplaysExactly) {
   EXPECT_EQ(plan["virtual_stages"], 2);
   ASSERT_EQ(plan["stages"][0]["instructions"].size(), 2u * 2 * 8);
   EXPECT_EQ(plan["stages"][0]["instructions"][2]["chunk"], 1);  // stage 0 warms up with F0.0 F1.0 F0.1 ...
+  const auto summary = nlohmann::json::parse(slurp(path("out/summary.json")));
+  EXPECT_EQ(summary["schedule"], "interleaved");
+  EXPECT_EQ(summary["virtual_stages"], 2);
   const CliResult sim = run("simulate --plan " + path("out/plan.json") + " --no-p2p --switch-latency-ms 0 --json");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   const auto f = nlohmann::json::parse(sim.out);

@@ -80,6 +80,8 @@ int run_plan(PlanFlags& flags) {
       {"p_static_w", kareus.p_static_w},
       {"energy_scope", scope},
       {"target", plan::to_string(target)},
+      {"schedule", flags.schedule},
+      {"virtual_stages", flags.virtual_stages},
       {"time_s", chosen_plan.time_s},
       {"energy_j", chosen_plan.energy_j},
       {"frontier_points", points.size()},
