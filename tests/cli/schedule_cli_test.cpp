@@ -53,6 +53,18 @@ TEST_F(ScheduleCli, CompareReportsTheWholeJobAndStragglers) {
   EXPECT_TRUE(std::filesystem::exists(path("cmp/stragglers.csv")));
 }
 
+TEST_F(ScheduleCli, CompareCostsZeroBubbleAtMegatronsSettingOnly) {
+  const CliResult r = run("compare --schedule zb-h1 --pp 4 --layers-per-stage 7,7,7,7 --dp 2 --out " + path("zb"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto config = nlohmann::json::parse(slurp(path("zb/compare.json")))["configs"][0];
+  ASSERT_EQ(config["methods"].size(), 1u);
+  const auto& megatron = config["methods"][0];
+  EXPECT_EQ(megatron["method"], "Megatron-LM");
+  EXPECT_LT(megatron["max_throughput_time_s"].get<double>(), megatron["one_f_one_b_time_s"].get<double>());
+  EXPECT_EQ(config["not_planned"].size(), 3u);
+  EXPECT_TRUE(contains(r.out, "W options")) << r.out;
+}
+
 TEST_F(ScheduleCli, RefusalsAreOneLineExitTwoAndNothingWritten) {
   const std::string out = " --out " + path("never");
   expect_one_line_error(run("plan --schedule zb-h1" + out), "B and W");
