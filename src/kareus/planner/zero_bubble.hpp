@@ -1,7 +1,8 @@
 // ZB-H1 at Megatron-LM's setting, the one plan of that schedule Kareus can cost today: every
 // instruction at the highest clock, collectives not overlapped. Forwards and whole backwards come
 // from Megatron-LM's option table; W, each stage's weight-gradient GEMMs (workload::split_backward),
-// from the evaluator; B is the backward less W (the sequential knob's costs add up op by op).
+// from the evaluator; B is the backward less W, so the two add up to the backward (the kernel
+// launch a split GEMM adds is left out).
 // The frontier over clocks needs the solver to read W options of their own, which it does not yet.
 //
 // Thread-safety: as run_method.
