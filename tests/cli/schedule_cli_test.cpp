@@ -3,10 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.hpp"
+#include "kareus/core/csv.hpp"
 
 namespace kareus::testing {
 namespace {
 
+using kareus::CsvTable;
+using kareus::read_csv;
 using ScheduleCli = CliTest;
 
 const std::string kJob = " --layers-per-stage 14,14 --microbatches 8";
@@ -50,7 +53,14 @@ TEST_F(ScheduleCli, CompareReportsTheWholeJobAndStragglers) {
     if (m["method"] == "Megatron-LM") EXPECT_EQ(last, 0.0);
     else EXPECT_GT(last, 0.0) << m["method"];
   }
-  EXPECT_TRUE(std::filesystem::exists(path("cmp/stragglers.csv")));
+  // The job's name holds commas; both tables still parse as RFC 4180 with one name per row.
+  for (const char* file : {"cmp/compare.csv", "cmp/stragglers.csv"}) {
+    const CsvTable table = read_csv(path(file));
+    ASSERT_GT(table.rows(), 0u) << file;
+    const std::string& name = table.text(0, table.require_column("config"));
+    EXPECT_TRUE(contains(name, "TP 8, CP 1")) << name;
+  }
+  EXPECT_EQ(read_csv(path("cmp/stragglers.csv")).rows(), 4u * 2);
 }
 
 TEST_F(ScheduleCli, CompareCostsZeroBubbleAtMegatronsSettingOnly) {

@@ -33,6 +33,15 @@ struct CompareFlags {
   std::vector<double> stragglers;
 };
 
+// A CSV field as RFC 4180 writes it: quoted when it holds a comma, quote or line break (a job
+// described by workload flags is named "Llama 3.3 70B on ...: TP 8, CP 1, ...").
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 std::string optional_pct(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
 nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
@@ -69,12 +78,12 @@ int compare_zero_bubble(const CompareFlags& flags, const std::vector<planner::Jo
                                       .p_blocking_w = zb.p_static_w};
     const TimeEnergy point{zb.time_s, zb.energy_j};
     const double cluster_j = planner::cluster_energy_j(point, shape);
-    csv += fmt::format("{},Megatron-LM,{:.6f},{:.3f},,,{},{:.1f}\n", job.name, zb.time_s, zb.energy_j, shape.gpus(),
+    csv += fmt::format("{},Megatron-LM,{:.6f},{:.3f},,,{},{:.1f}\n", csv_field(job.name), zb.time_s, zb.energy_j, shape.gpus(),
                        cluster_j);
     nlohmann::json stragglers = nlohmann::json::array();
     for (double slowdown : flags.stragglers) {
       const planner::StragglerIteration it = planner::straggler_iteration(std::span(&point, 1), shape, slowdown);
-      straggler_csv += fmt::format("{},Megatron-LM,{:.3f},{:.6f},{:.6f},{},{:.1f},{:.1f},{:.3f}\n", job.name, slowdown,
+      straggler_csv += fmt::format("{},Megatron-LM,{:.3f},{:.6f},{:.6f},{},{:.1f},{:.1f},{:.3f}\n", csv_field(job.name), slowdown,
                                    it.iteration_time_s, it.others_plan.time_s, shape.gpus(), it.cluster_energy_j,
                                    it.cluster_energy_blocking_j, it.saving_pct());
       stragglers.push_back({{"slowdown", slowdown}, {"cluster_energy_j", it.cluster_energy_j},
@@ -179,13 +188,13 @@ int run_compare(CompareFlags& flags) {
         iso_energy10 = iso_energy_time_reduction_pct(points10, perseus10);
       }
       const double cluster_j = planner::cluster_energy_j(points.front(), shape);
-      csv += fmt::format("{},{},{:.6f},{:.3f},{},{},{},{:.1f}\n", job.name, planner::to_string(r.method),
+      csv += fmt::format("{},{},{:.6f},{:.3f},{},{},{},{:.1f}\n", csv_field(job.name), planner::to_string(r.method),
                          points.front().time_s, points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy),
                          shape.gpus(), cluster_j);
       nlohmann::json stragglers = nlohmann::json::array();
       for (double slowdown : flags.stragglers) {
         const planner::StragglerIteration it = planner::straggler_iteration(points, shape, slowdown);
-        straggler_csv += fmt::format("{},{},{:.3f},{:.6f},{:.6f},{},{:.1f},{:.1f},{:.3f}\n", job.name,
+        straggler_csv += fmt::format("{},{},{:.3f},{:.6f},{:.6f},{},{:.1f},{:.1f},{:.3f}\n", csv_field(job.name),
                                      planner::to_string(r.method), slowdown, it.iteration_time_s, it.others_plan.time_s,
                                      shape.gpus(), it.cluster_energy_j, it.cluster_energy_blocking_j, it.saving_pct());
         stragglers.push_back({{"slowdown", slowdown},
