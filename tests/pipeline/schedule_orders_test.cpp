@@ -225,6 +225,21 @@ TEST(InterleavedSchedule, FrontierSolverMatchesEnumeration) {
   }
 }
 
+TEST(InterleavedSchedule, AChunkRunsAVthOfItsStage) {
+  const OptionTable stage = testing::seeded_table(3, 2, 4);
+  const OptionTable chunk = chunk_option_table(stage, 4);
+  for (int s = 0; s < 2; ++s) {
+    for (InstructionType t : {InstructionType::kForward, InstructionType::kBackward}) {
+      ASSERT_EQ(chunk.at(s, t).size(), stage.at(s, t).size());
+      for (std::size_t k = 0; k < stage.at(s, t).size(); ++k) {
+        EXPECT_DOUBLE_EQ(chunk.at(s, t)[k].time_s * 4, stage.at(s, t)[k].time_s);
+        EXPECT_DOUBLE_EQ(chunk.at(s, t)[k].energy_j * 4, stage.at(s, t)[k].energy_j);
+        EXPECT_EQ(chunk.at(s, t)[k].freq_mhz, stage.at(s, t)[k].freq_mhz);
+      }
+    }
+  }
+}
+
 TEST(Schedule, NamesRoundTrip) {
   for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kGPipe, ScheduleKind::kInterleaved1F1B,
                             ScheduleKind::kZeroBubbleH1}) {
