@@ -229,12 +229,13 @@ int run_replay(const ReplayFlags& flags) {
   }
   const plan::Plan& first = plans[start_index];
   auto schedule =
-      pipeline::PipelineSchedule::make(first.schedule, first.num_stages, first.num_microbatches);
+      pipeline::PipelineSchedule::make(first.schedule, first.num_stages, first.num_microbatches,
+                                       first.virtual_stages);
   std::vector<Timeline> timelines;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     std::string where = plans.size() == 1 ? source : fmt::format("{} plans[{}]", flags.plan, i);
     if (plans[i].schedule != first.schedule || plans[i].num_stages != first.num_stages ||
-        plans[i].num_microbatches != first.num_microbatches) {
+        plans[i].num_microbatches != first.num_microbatches || plans[i].virtual_stages != first.virtual_stages) {
       throw InputError({where, 0, 0, "schedule"},
                        "differs from the set's other plans: not one job's frontier");
     }

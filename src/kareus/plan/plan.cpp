@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 
@@ -32,22 +36,42 @@ Plan make_plan(const pipeline::OptionTable& table, const pipeline::InstructionDa
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const pipeline::Instruction& ins = dag.instruction(v);
     const pipeline::StageOption& o = table.at(ins.stage, ins.type).at(point.assignment[v]);
+    plan.virtual_stages = std::max(plan.virtual_stages, ins.chunk + 1);
     plan.stages[static_cast<std::size_t>(ins.stage)].push_back(
-        {ins.type, ins.microbatch, o.freq_mhz, o.knob, o.time_s, o.energy_j});
+        {ins.type, ins.microbatch, o.freq_mhz, o.knob, o.time_s, o.energy_j, ins.chunk, ins.part});
   }
   return plan;
 }
+
+namespace {
+
+// A backward split by a zero-bubble schedule is written as "backward_input" (B) or
+// "backward_weight" (W); readers that know only forward and backward reject such plans.
+constexpr std::pair<pipeline::BackwardPart, std::string_view> kPartNames[] = {
+    {pipeline::BackwardPart::kInputGradient, "backward_input"},
+    {pipeline::BackwardPart::kWeightGradient, "backward_weight"},
+};
+
+std::string instruction_type_name(InstructionType type, pipeline::BackwardPart part) {
+  for (const auto& [p, name] : kPartNames) {
+    if (type == InstructionType::kBackward && part == p) return std::string(name);
+  }
+  return std::string(pipeline::to_string(type));
+}
+
+}  // namespace
 
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json stages = nlohmann::json::array();
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     nlohmann::json instructions = nlohmann::json::array();
     for (const PlannedInstruction& i : plan.stages[s]) {
-      nlohmann::json entry = {{"type", pipeline::to_string(i.type)},
+      nlohmann::json entry = {{"type", instruction_type_name(i.type, i.part)},
                               {"microbatch", i.microbatch},
                               {"freq_mhz", i.freq_mhz},
                               {"time_s", i.time_s},
                               {"energy_j", i.energy_j}};
+      if (plan.virtual_stages > 1) entry["chunk"] = i.chunk;
       if (!i.knob.is_null()) entry["knob"] = i.knob;
       instructions.push_back(std::move(entry));
     }
@@ -63,6 +87,7 @@ nlohmann::json to_json(const Plan& plan) {
                         {"energy_scope", plan.energy_scope},
                         {"time_s", plan.time_s},
                         {"energy_j", plan.energy_j}};
+  if (plan.virtual_stages > 1) out["virtual_stages"] = plan.virtual_stages;
   if (!plan.source.is_null()) out["source"] = plan.source;
   out["stages"] = std::move(stages);
   return out;
@@ -115,10 +140,13 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
                                  kPlanFormatVersion));
   }
   auto schedule = pipeline::parse_schedule_kind(field<std::string>(json, "schedule", "", source));
-  if (!schedule) throw InputError({source, 0, 0, "schedule"}, "expected \"1f1b\" or \"gpipe\"");
+  if (!schedule) {
+    throw InputError({source, 0, 0, "schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
+  }
   plan.schedule = *schedule;
   plan.num_stages = integer_field(json, "num_stages", "", source, 1, 1 << 20);
   plan.num_microbatches = integer_field(json, "num_microbatches", "", source, 1, 1 << 20);
+  if (json.contains("virtual_stages")) plan.virtual_stages = integer_field(json, "virtual_stages", "", source, 1, 1 << 10);
   plan.p_blocking_w = field<double>(json, "p_blocking_w", "", source);
   plan.unit_time_s = field<double>(json, "unit_time_s", "", source);
   plan.energy_scope = field<std::string>(json, "energy_scope", "", source);
@@ -141,9 +169,20 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
       std::string path = fmt::format("{}.instructions[{}]", stage_path, k);
       const auto& entry = instructions[k];
       PlannedInstruction ins;
-      auto type = pipeline::parse_instruction_type(field<std::string>(entry, "type", path, source));
-      if (!type) throw InputError({source, 0, 0, path + ".type"}, "expected \"forward\" or \"backward\"");
+      const auto type_name = field<std::string>(entry, "type", path, source);
+      auto type = pipeline::parse_instruction_type(type_name);
+      for (const auto& [part, name] : kPartNames) {
+        if (type_name == name) {
+          type = InstructionType::kBackward;
+          ins.part = part;
+        }
+      }
+      if (!type) {
+        throw InputError({source, 0, 0, path + ".type"},
+                         "expected \"forward\", \"backward\", \"backward_input\" or \"backward_weight\"");
+      }
       ins.type = *type;
+      if (entry.contains("chunk")) ins.chunk = integer_field(entry, "chunk", path, source, 0, plan.virtual_stages - 1);
       ins.microbatch = integer_field(entry, "microbatch", path, source, 0, plan.num_microbatches - 1);
       ins.freq_mhz = field<double>(entry, "freq_mhz", path, source);
       ins.time_s = field<double>(entry, "time_s", path, source);

@@ -31,6 +31,9 @@ struct PlannedInstruction {
   nlohmann::json knob;  // null when the option has none (a Perseus plan)
   double time_s = 0;
   double energy_j = 0;
+  int chunk = 0;  // the stage's model chunk (interleaved schedules; 0 otherwise)
+  // A backward's part: whole, or a zero-bubble schedule's B ("backward_input") or W ("backward_weight").
+  pipeline::BackwardPart part = pipeline::BackwardPart::kWhole;
   bool operator==(const PlannedInstruction&) const = default;
 };
 
@@ -38,6 +41,7 @@ struct Plan {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
   int num_stages = 0;
   int num_microbatches = 0;
+  int virtual_stages = 1;  // model chunks per stage (interleaved)
   double p_blocking_w = 0;
   double unit_time_s = 0;
   std::string energy_scope;  // which GPUs the energy covers

@@ -106,6 +106,8 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
                             const PlannerOptions& options, MeasurementCache& cache) {
   MethodResult result;
   result.method = method;
+  result.schedule = options.schedule;
+  result.virtual_stages = options.virtual_stages;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
   result.unit_time_s = options.unit_time_s;
   const std::int64_t calls_before = evaluator.calls();
@@ -146,9 +148,11 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     }
   }
 
-  result.table = compose::compose_option_table(job.model, job.parallel, points,
-                                               {result.p_static_w, options.overhead_factor});
-  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches);
+  result.table = pipeline::chunk_option_table(
+      compose::compose_option_table(job.model, job.parallel, points, {result.p_static_w, options.overhead_factor}),
+      result.virtual_stages);
+  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
+                                                   result.virtual_stages);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
 
@@ -188,12 +192,33 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
 
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options) {
+  if (pipeline::splits_backward(options.schedule)) {
+    throw InputError({"", 0, 0, "--schedule"},
+                     fmt::format("{} splits each backward into B and W, whose options the frontier solver does not "
+                                 "read yet (it takes forward and backward options per stage)",
+                                 pipeline::to_string(options.schedule)));
+  }
+  // Checked before any measurement: the schedule itself, then whole layers per chunk.
+  try {
+    (void)pipeline::PipelineSchedule::make(options.schedule, job.parallel.pp, job.parallel.microbatches,
+                                           options.virtual_stages);
+  } catch (const InputError& e) {
+    throw InputError({"", 0, 0, "--schedule"}, e.what());
+  }
+  for (std::size_t s = 0; s < job.parallel.layers_per_stage.size(); ++s) {
+    if (job.parallel.layers_per_stage[s] % options.virtual_stages != 0) {
+      throw InputError({"", 0, 0, "--virtual-stages"},
+                       fmt::format("stage {} holds {} layers, which do not split into {} chunks of whole layers", s,
+                                   job.parallel.layers_per_stage[s], options.virtual_stages));
+    }
+  }
   MeasurementCache cache;
   return run_with_cache(method, job, evaluator, options, cache);
 }
 
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {
-  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches);
+  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
+                                                   result.virtual_stages);
   pipeline::InstructionDag dag(schedule);
   plan::PlanContext context{result.schedule, job.parallel.microbatches, result.p_static_w, result.unit_time_s,
                             {{"method", std::string(to_string(result.method))}, {"job", job.name}}};

@@ -48,6 +48,10 @@ struct PlannerOptions {
   std::optional<double> p_static_w;  // default: the evaluator GPU's static power
   double overhead_factor = 1.0;      // see compose.hpp
   double unit_time_s = 1e-3;
+  // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
+  // chunk's instruction a 1/V share of the stage's (so a stage's layers must divide by V).
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int virtual_stages = 1;
   search::PartitionSearchOptions search;      // Kareus's per-partition search
   std::optional<std::filesystem::path> journal_dir;  // <dir>/<key>.journal.jsonl; none = in memory
   std::function<void(const std::string&)> progress;  // one line per finished partition, if set
@@ -56,6 +60,7 @@ struct PlannerOptions {
 struct MethodResult {
   Method method = Method::kKareus;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int virtual_stages = 1;
   double p_static_w = 0;
   double unit_time_s = 0;
   pipeline::OptionTable table;
@@ -69,6 +74,8 @@ struct MethodResult {
 // All partitions the job runs: layer partitions, then the non-partition work of every stage.
 std::vector<workload::Partition> job_partitions(const Job& job);
 
+// Throws InputError for a schedule the solver cannot plan yet (zb-h1: its W instructions need
+// options of their own) or layers that do not split into the virtual stages.
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options);
 
