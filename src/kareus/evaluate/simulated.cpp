@@ -79,12 +79,11 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
 
   // The collective first pays its launch and per-step latency (holding its SMs, moving nothing),
   // then moves its bytes.
-  double coll_latency_s = 0, coll_bytes = 0, coll_rate = 0, coll_hbm_factor = 0;
+  double coll_latency_s = 0, coll_bytes = 0, coll_hbm_factor = 0;
   if (coll) {
     coll_latency_s =
         options_.collective_launch_s + coll->ring_steps() * options_.ring_step_latency_s;
     coll_bytes = coll->wire_bytes();
-    coll_rate = collective_rate_bps(freq_mhz, sms);
     coll_hbm_factor = hbm_per_wire_byte(options_, coll->kind);
   }
   bool coll_active = false, coll_done = coll == nullptr;
@@ -104,41 +103,54 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
     const bool op_running = k < n;
     if (!op_running && !coll_active) break;
 
-    hardware::Activity activity;
-    double op_time_s = 0, op_hbm_bps = 0, compute_time_s = 0, op_eff = 0, free_share = 1;
-    if (op_running) {
-      const ComputeOp& op = partition.ops[k];
-      free_share = coll_active ? (all_sms - sms) / all_sms : 1.0;
-      op_eff = efficiency(options_, op);
-      compute_time_s = op.flops / (peak_flops * free_share * op_eff);
-      const double floor_s = floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);
-      op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + options_.kernel_launch_s;
-      op_hbm_bps = op.hbm_bytes / op_time_s;
-    }
+    // The phase at clock f: the op's and the collective's speeds, and the power they draw.
+    struct Phase {
+      double op_time_s = 0, dt_op = kInf, dt_coll = kInf, share = 1, coll_link_bps = 0, power_w = 0;
+      hardware::Activity activity;
+    };
     const bool moving = coll_active && coll_latency_s <= 0;
-    const double coll_link_bps = moving ? coll_rate : 0;
-    const double coll_hbm_bps = coll_link_bps * coll_hbm_factor;
-    // Contention: when compute and collective together ask for more than the HBM delivers, each
-    // gets its proportional share and runs at that share of its speed.
-    const double demand = op_hbm_bps + coll_hbm_bps;
-    const double share = demand > hbm_bps_ ? hbm_bps_ / demand : 1.0;
-
-    const double dt_op = op_running ? op_left * op_time_s / share : kInf;
-    const double dt_coll =
-        !coll_active ? kInf : (moving ? coll_bytes / (coll_link_bps * share) : coll_latency_s);
+    auto phase_at = [&](double f) {
+      Phase ph;
+      double op_hbm_bps = 0, compute_time_s = 0, op_eff = 0, free_share = 1;
+      if (op_running) {
+        const ComputeOp& op = partition.ops[k];
+        free_share = coll_active ? (all_sms - sms) / all_sms : 1.0;
+        op_eff = efficiency(options_, op);
+        compute_time_s = op.flops / (peak_flops * (f / freq_mhz) * free_share * op_eff);
+        const double floor_s = floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);
+        ph.op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + options_.kernel_launch_s;
+        op_hbm_bps = op.hbm_bytes / ph.op_time_s;
+      }
+      ph.coll_link_bps = moving ? collective_rate_bps(f, sms) : 0;
+      const double coll_hbm_bps = ph.coll_link_bps * coll_hbm_factor;
+      // Contention: when compute and collective together ask for more than the HBM delivers, each
+      // gets its proportional share and runs at that share of its speed.
+      const double demand = op_hbm_bps + coll_hbm_bps;
+      ph.share = demand > hbm_bps_ ? hbm_bps_ / demand : 1.0;
+      ph.dt_op = op_running ? op_left * ph.op_time_s / ph.share : kInf;
+      ph.dt_coll = !coll_active ? kInf : (moving ? coll_bytes / (ph.coll_link_bps * ph.share) : coll_latency_s);
+      if (op_running) {
+        ph.activity.compute_sm_fraction = free_share;
+        ph.activity.compute_intensity = std::min(1.0, op_eff * compute_time_s * ph.share / ph.op_time_s);
+      }
+      if (coll_active) ph.activity.comm_sm_fraction = sms / all_sms;
+      ph.activity.hbm_bytes_per_s = demand * ph.share;
+      ph.activity.link_bytes_per_s = 2 * ph.coll_link_bps * ph.share;  // sends and receives as much
+      ph.power_w = hardware::power_w(gpu_, f, ph.activity);
+      return ph;
+    };
+    // At the board's power limit the driver runs the phase at the clock where its power fits.
+    const double run_mhz =
+        hardware::power_capped_clock_mhz(gpu_, freq_mhz, [&](double f) { return phase_at(f).power_w; });
+    const Phase ph = phase_at(run_mhz);
+    const double op_time_s = ph.op_time_s, share = ph.share, coll_link_bps = ph.coll_link_bps;
+    const double dt_op = ph.dt_op, dt_coll = ph.dt_coll;
     const double dt = std::min(dt_op, dt_coll);
-
-    if (op_running) {
-      activity.compute_sm_fraction = free_share;
-      activity.compute_intensity = std::min(1.0, op_eff * compute_time_s * share / op_time_s);
-    }
-    if (coll_active) activity.comm_sm_fraction = sms / all_sms;
-    activity.hbm_bytes_per_s = demand * share;
-    activity.link_bytes_per_s = 2 * coll_link_bps * share;  // sends and receives as much
-    const double power = hardware::power_w(gpu_, freq_mhz, activity);
+    const hardware::Activity& activity = ph.activity;
+    const double power = ph.power_w;
     if constexpr (kRecord) {
       out->phases.push_back({t, t + dt, op_running ? static_cast<int>(k) : -1, coll_active, share,
-                             activity.hbm_bytes_per_s, activity.link_bytes_per_s, power});
+                             activity.hbm_bytes_per_s, activity.link_bytes_per_s, power, run_mhz});
     }
     t += dt;
     e += power * dt;

@@ -63,6 +63,7 @@ struct TimelinePhase {
   double hbm_bytes_per_s = 0;
   double link_bytes_per_s = 0;
   double power_w = 0;
+  double freq_mhz = 0;  // the clock it ran at: the locked one, or lower at the power limit
 };
 
 struct Timeline {

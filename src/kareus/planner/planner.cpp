@@ -192,6 +192,22 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
   return run_with_cache(method, job, evaluator, options, cache);
 }
 
+pipeline::OptionTable baseline_option_table(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                            const PlannerOptions& options) {
+  KAREUS_CHECK(method != Method::kKareus, "Kareus's options come from its search, not a fixed knob");
+  MeasurementCache cache;
+  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  compose::PartitionPoints points;
+  for (const workload::Partition& partition : job_partitions(job)) {
+    search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
+    auto& list = points[partition.key];
+    for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(method, space, clock), cache));
+  }
+  const double p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
+  return compose::compose_option_table(job.model, job.parallel, points, {p_static_w, options.overhead_factor});
+}
+
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {
   auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches);
   pipeline::InstructionDag dag(schedule);
