@@ -19,6 +19,7 @@ struct CompareFlags {
   std::string preset;
   bool all = false;
   std::string evaluator = "sim";
+  evaluate::NoiseOptions noise;
   std::string mode = "exhaustive";
   std::optional<std::size_t> budget;
   std::uint64_t seed = 0;
@@ -54,7 +55,7 @@ int run_compare(CompareFlags& flags) {
   ResolvedJobs resolved = resolve_jobs(flags.workload, presets, flags.all ? "--all" : "--preset");
   const std::vector<planner::Job>& jobs = resolved.jobs;
   const hardware::GpuSpec& gpu = resolved.gpu;
-  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
+  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, flags.noise);
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
   options.search.mode = *mode;
@@ -131,6 +132,7 @@ Action register_compare(CLI::App& app) {
   cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
   cmd->add_flag("--all", flags->all, "All ten Kareus evaluation configurations");
   cmd->add_option("--evaluator", flags->evaluator, "sim or table:FILE")->capture_default_str();
+  add_noise_flags(*cmd, flags->noise);
   cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();

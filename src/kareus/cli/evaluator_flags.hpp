@@ -2,14 +2,21 @@
 // "table:FILE" (measured samples: our CSV or the Kareus artifact's eval_results.jsonl).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 
 #include "kareus/evaluate/evaluator.hpp"
+#include "kareus/evaluate/noisy.hpp"
 
 namespace kareus::cli {
 
-// Throws InputError naming --evaluator for anything else.
-evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu);
+// Throws InputError naming --evaluator for anything else. `noise` (--noise) applies to the
+// simulated GPU only: a table already holds measurements.
+evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
+                                   const evaluate::NoiseOptions& noise = {});
+
+// --noise SIGMA and --noise-seed N: seeded measurement noise on the simulated GPU (default off).
+void add_noise_flags(CLI::App& cmd, evaluate::NoiseOptions& noise);
 
 // "simulated GPU model, not a measurement" or "measured samples from FILE", for every output.
 std::string provenance_note(const evaluate::Evaluator& evaluator);

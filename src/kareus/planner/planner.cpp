@@ -32,7 +32,12 @@ compose::PartitionPoint measure(const evaluate::Evaluator& evaluator, const work
 }
 
 // The knob a baseline runs a partition with at `freq_mhz`, taken from the partition's search grid
-// so that Kareus's search measures exactly the knobs the baselines use.
+// so that Kareus's search measures exactly the knobs the baselines use. Perseus and Megatron-LM:
+// the sequential knob (the segment un-split, its collective after the compute). Nanobatching+
+// Perseus: the artifact's default nanobatch schedule, which fixes the launch point and the SM count
+// rather than searching them (data/kareus-osdi26/README.md): each collective launched before its
+// partition's first op (its first launch slot), with search::kDefaultNanobatchingSms SMs, the
+// collective library's default channel count on A100 NVLink (one SM per NCCL channel).
 workload::Knob baseline_knob(Method method, const search::KnobSpace& space, double freq_mhz) {
   std::size_t index = method == Method::kNanobatching ? space.nanobatching_knob(freq_mhz) : space.sequential_knob(freq_mhz);
   return space.knob(index);
