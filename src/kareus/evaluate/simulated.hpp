@@ -45,12 +45,15 @@ struct SimulationOptions {
   double gemm_floor_ratio = hardware::gemm_floor_ratio();
   double attention_floor_ratio = hardware::attention_floor_ratio();
   // Wave quantization: the thread blocks of a GEMM tile its output in gemm_tile_rows x
-  // gemm_tile_cols blocks (either way round), one block per SM at a time, the reduction split in
-  // up to gemm_max_split_k pieces when the tiles are few (cuBLAS's split-K); CUTLASS's default
-  // threadblock for 16-bit tensor-op GEMMs on sm80 is 128 x 256 (x 64 deep). FlashAttention-2
-  // runs one block per 128 queries of a (sequence, head) on A100 at head dim 128 (Dao, 2023).
-  // A collective's SMs leave compute fewer SMs, so a GEMM that filled its last wave may spill
-  // into one more: the "tail effect" of overlap.
+  // gemm_tile_cols blocks (either way round), one block per SM at a time: CUTLASS's default
+  // threadblock for tensor-op GEMMs on sm80 is 128 x 256 x 64
+  // (include/cutlass/gemm/device/default_gemm_configuration.h, DefaultGemmConfiguration<
+  // OpClassTensorOp, Sm80>). When the tiles are few the reduction is split in up to
+  // gemm_max_split_k pieces, as cuBLAS's split-K kernels do (the bound 4 is our assumption, not a
+  // published figure). FlashAttention-2 runs one block per 128 queries of a (sequence, head) at
+  // head dim 128 on sm80 (flash_fwd_launch_template.h, kBlockM = 128). A collective's SMs leave
+  // compute fewer SMs, so a kernel that filled its last wave may spill into one more: the "tail
+  // effect" of overlap NVIDIA's forums describe for a GEMM beside an NCCL all-gather.
   double gemm_tile_rows = 128;
   double gemm_tile_cols = 256;
   int gemm_max_split_k = 4;
