@@ -150,5 +150,13 @@ TEST_F(HwCli, CheckNeedsProfilesOrPlansButNotBoth) {
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --plans " + bad), "plans.csv:2:");
 }
 
+// Our own plan files: the real `kareus plan` output is a Kareus plan, whose knobs differ per
+// partition; check --plans says so in one line rather than evaluating it under a baseline's knob.
+TEST_F(HwCli, CheckPlansNamesAKareusPlanItCannotHold) {
+  const std::string out = path("plan");
+  ASSERT_EQ(run("plan --out " + out).exit_code, 0);
+  expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --plans " + out + "/plan.json"), "source.method");
+}
+
 }  // namespace
 }  // namespace kareus::testing
