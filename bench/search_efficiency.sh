@@ -6,6 +6,7 @@
 # About 45 minutes on 2 cores; `--seeds 1` takes about 15.
 #
 # Usage: bench/search_efficiency.sh [BUILD_DIR] [kareus_search_efficiency flags, e.g. --configs 0,1]
+# (--noise 0.01: the searches see 1% seeded noise; hypervolumes stay on the noise-free truth.)
 # Writes bench/results/search_efficiency.md and .json; prints the table.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -68,6 +68,10 @@ TEST(GpuPresets, SpecOnlyPresetsShareTheA100Structure) {
     // Knees land on a supported clock, so within one step of the A100's fraction.
     double step = gpu.sm_clocks_mhz[1] - gpu.sm_clocks_mhz[0];
     EXPECT_NEAR(knee_fraction(gpu), knee_fraction(a100), step / gpu.max_clock_mhz);
+    // Full load at the max clock over the TDP: how far past its limit the silicon would go.
+    auto overdrive = [](const GpuSpec& g) { return power_w(g, g.max_clock_mhz, full_load_activity(g)) / g.tdp_w; };
+    EXPECT_NEAR(overdrive(gpu), overdrive(a100), 1e-3);
+    EXPECT_EQ(gpu.power_limit_w, gpu.tdp_w);
   }
 }
 

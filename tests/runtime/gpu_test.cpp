@@ -139,11 +139,13 @@ TEST(FakeGpu, EnergyAdvancesAtThePowerOfItsClockAndLoad) {
   EXPECT_EQ(gpu.current_sm_clock_mhz(), 1005);
 
   gpu.reset_locked_sm_clocks();
-  EXPECT_EQ(gpu.current_sm_clock_mhz(), 1410);
-  // The hardware model: power falls with the clock; full load at the max clock is the TDP.
+  // The hardware model: power falls with the clock; full load at the max clock would draw more
+  // than the 400 W board's limit, so unlocked under full load the board runs below 1410 MHz.
+  EXPECT_LT(gpu.current_sm_clock_mhz(), 1410);
+  EXPECT_LE(gpu.instant_power_mw(), a100.tdp_w * 1000);
   EXPECT_GT(power_w(1410, 1.0), power_w(1005, 1.0));
   EXPECT_GT(power_w(1005, 1.0), power_w(705, 1.0));
-  EXPECT_NEAR(power_w(1410, 1.0), a100.tdp_w, 1e-6 * a100.tdp_w);
+  EXPECT_GT(power_w(1410, 1.0), a100.tdp_w);
 }
 
 TEST(FakeGpu, LockBetweenSupportedClocksRunsAtTheLowerOne) {
@@ -163,7 +165,7 @@ TEST(FakeGpu, PowerLimitLowersTheClockUnderLoad) {
   EXPECT_GT(gpu.power_w(capped + 15, 1.0), 250);
   gpu.reset_power_limit();
   EXPECT_EQ(gpu.power_limit_mw(), 400'000);
-  EXPECT_EQ(gpu.current_sm_clock_mhz(), 1410);
+  EXPECT_GT(gpu.current_sm_clock_mhz(), capped);  // the default limit caps full load higher up
   EXPECT_THROW(gpu.set_power_limit_mw(50'000), DeviceError);
 }
 

@@ -182,5 +182,35 @@ TEST(Knob, SequentialIsTheNoneSlot) {
   EXPECT_LT((Knob{900, 12, "a"}), (Knob{1410, 3, "a"}));
 }
 
+// The sequential knob's segment: both nanobatches' tokens in one kernel per op and one collective.
+// Against an independent count: a GEMM over 2t tokens from the op builder's formula at mbs doubled.
+TEST(Unsplit, DoublesTheTokensButNotTheWeights) {
+  const ModelSpec model = load_model("llama-3.2-3b");
+  ParallelConfig half_config;  // mbs 8: nanobatches of 4
+  ParallelConfig double_config;
+  double_config.microbatch_size = 16;  // nanobatches of 8: the un-split segment of mbs 8
+  const auto parts = build_partitions(model, validated(model, half_config));
+  const auto doubled = build_partitions(model, validated(model, double_config));
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Partition whole = unsplit(parts[i]);
+    ASSERT_EQ(whole.ops.size(), doubled[i].ops.size());
+    for (std::size_t k = 0; k < whole.ops.size(); ++k) {
+      const ComputeOp &got = whole.ops[k], &want = doubled[i].ops[k];
+      EXPECT_DOUBLE_EQ(got.flops, want.flops) << got.name;
+      EXPECT_DOUBLE_EQ(got.hbm_bytes, want.hbm_bytes) << got.name;
+      EXPECT_DOUBLE_EQ(got.rows, want.rows) << got.name;
+      EXPECT_DOUBLE_EQ(got.cols, want.cols) << got.name;
+      if (got.kind == OpKind::kGemm) {
+        EXPECT_GT(got.weight_bytes, 0) << got.name;
+      }
+    }
+    ASSERT_TRUE(whole.collective.has_value());
+    EXPECT_DOUBLE_EQ(whole.collective->bytes, doubled[i].collective->bytes);
+  }
+  for (const Partition& p : non_partition_work(model, validated(model, half_config), 1)) {
+    EXPECT_EQ(unsplit(p), p);
+  }
+}
+
 }  // namespace
 }  // namespace kareus::workload

@@ -23,6 +23,7 @@ struct CompareFlags {
   std::string preset;
   bool all = false;
   std::string evaluator = "sim";
+  evaluate::NoiseOptions noise;
   std::string mode = "exhaustive";
   std::optional<std::size_t> budget;
   std::uint64_t seed = 0;
@@ -129,7 +130,7 @@ int run_compare(CompareFlags& flags) {
   ResolvedJobs resolved = resolve_jobs(flags.workload, presets, flags.all ? "--all" : "--preset");
   const std::vector<planner::Job>& jobs = resolved.jobs;
   const hardware::GpuSpec& gpu = resolved.gpu;
-  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
+  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, flags.noise);
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
   const auto schedule = pipeline::parse_schedule_kind(flags.schedule);
@@ -253,6 +254,7 @@ Action register_compare(CLI::App& app) {
   cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
   cmd->add_flag("--all", flags->all, "Every Kareus evaluation configuration (data/configs/kareus-osdi26.json)");
   cmd->add_option("--evaluator", flags->evaluator, "sim or table:FILE")->capture_default_str();
+  add_noise_flags(*cmd, flags->noise);
   cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();

@@ -1,17 +1,23 @@
 // `kareus hw`: GPU presets and their power/performance model.
 //   hw show --gpu NAME                 the preset and its model curves
 //   hw check --gpu NAME --profile F    the model's shapes against a measured stage profile
+//   hw check --gpu NAME --plans F      measured plans (a clock per instruction) on the simulated GPU
 //   hw fit --base-gpu NAME --profile F --out G.json   calibrate the power model to a profile
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/evaluate/simulated.hpp"
 #include "kareus/hardware/calibration.hpp"
 #include "kareus/hardware/gpu.hpp"
 #include "kareus/hardware/stage_model.hpp"
+#include "kareus/planner/plan_check.hpp"
 
 namespace kareus::cli {
 namespace {
@@ -19,6 +25,9 @@ namespace {
 struct HwFlags {
   std::string gpu;
   std::vector<std::string> profiles;
+  std::vector<std::string> plans;
+  std::string plan_clocks;
+  std::optional<double> power_limit_w;
   std::string base_gpu;
   std::string out;
   std::string name, display_name, source;
@@ -49,8 +58,14 @@ std::vector<double> show_clocks(const hardware::GpuSpec& gpu) {
   return {clocks.begin(), clocks.end()};
 }
 
+hardware::GpuSpec load_limited(const HwFlags& flags) {
+  hardware::GpuSpec gpu = hardware::load_gpu(flags.gpu);
+  if (flags.power_limit_w) gpu = hardware::with_power_limit(std::move(gpu), *flags.power_limit_w, "--power-limit");
+  return gpu;
+}
+
 int run_show(const HwFlags& flags) {
-  const hardware::GpuSpec gpu = hardware::load_gpu(flags.gpu);
+  const hardware::GpuSpec gpu = load_limited(flags);
   const hardware::PowerModel& p = gpu.power;
   fmt::print("{} ({})\n", gpu.display_name, gpu.name);
   fmt::print("  {:<18} {}\n", "SMs", gpu.sms);
@@ -61,6 +76,14 @@ int run_show(const HwFlags& flags) {
   fmt::print("  {:<18} {:g} GB/s per direction\n", "NVLink bandwidth",
              gpu.nvlink_bandwidth_bps / 1e9);
   fmt::print("  {:<18} {:g} W\n", "TDP", gpu.tdp_w);
+  fmt::print("  {:<18} {:g} W (the driver lowers the clock to stay under it)\n", "power limit", gpu.power_limit_w);
+  if (auto f = hardware::stage_throttle_clock_mhz(gpu)) {
+    fmt::print("  {:<18} a GEMM-bound stage locked at {:g} MHz or above runs at the power limit, below its clock\n",
+               "throttles from", *f);
+  } else {
+    fmt::print("  {:<18} no clock: the model's GEMM-bound stage stays under the power limit up to {:g} MHz\n",
+               "throttles from", gpu.max_clock_mhz);
+  }
   fmt::print("  {:<18} {:g} W (P_blocking: a GPU blocked on P2P)\n", "static power",
              gpu.static_power_w);
   fmt::print("  {:<18} V {:.3f} V up to {:g} MHz, linear to {:.3f} V at {:g} MHz\n", "voltage",
@@ -120,8 +143,74 @@ void print_rows(const hardware::ShapeCheck& check) {
   }
 }
 
+// Time gain of the nanobatched method's fastest plan over Perseus's: (T_perseus − T_nb) / T_perseus.
+double gain_pct(double perseus_s, double nanobatched_s) { return 100 * (perseus_s - nanobatched_s) / perseus_s; }
+
+int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
+  std::vector<planner::ReferencePlan> plans;
+  for (const std::string& file : flags.plans) {
+    std::vector<planner::ReferencePlan> more;
+    if (file.ends_with(".json")) {
+      more = planner::read_kareus_plans(file);
+    } else {
+      std::filesystem::path clocks = flags.plan_clocks.empty()
+                                         ? std::filesystem::path(file).parent_path() / "plan_clocks.csv"
+                                         : std::filesystem::path(flags.plan_clocks);
+      more = planner::read_artifact_plans(file, clocks);
+    }
+    plans.insert(plans.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  if (plans.empty()) throw InputError({flags.plans.front(), 0, 0, ""}, "holds no plans");
+  const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(gpu);
+  const planner::PlanCheck check = planner::check_plans(plans, evaluator, {}, true);
+
+  fmt::print(
+      "{} measured plan(s) evaluated on the simulated GPU model of {} (a model, not a measurement): every "
+      "instruction at the plan's clock under its method's knob (Perseus: collectives after the compute; "
+      "Nanobatching+Perseus: the default nanobatch schedule), 1F1B; energy of one GPU per stage, idle at {:g} W\n",
+      plans.size(), gpu.display_name, gpu.static_power_w);
+  fmt::print("{:<21} {:<44} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}\n", "method", "plan", "time_meas", "time_mod",
+             "time_err", "energy_meas", "energy_mod", "energy_err");
+  for (const auto& r : check.rows) {
+    fmt::print("{:<21} {:<44} {:>10.4f} {:>10.4f} {:>+7.2f}% {:>11.1f} {:>11.1f} {:>+7.2f}%\n",
+               planner::to_string(r.plan->method), r.plan->label, r.plan->time_s, r.model_time_s, 100 * r.time_err(),
+               r.plan->energy_j, r.model_energy_j, 100 * r.energy_err());
+  }
+  fmt::print("\nFastest plan of each frontier, the reference's against the planner's on the model\n");
+  fmt::print("{:<21} {:<36} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}\n", "method", "job", "time_ref", "time_mod",
+             "time_err", "energy_ref", "energy_mod", "energy_err");
+  std::map<std::string, std::map<planner::Method, const planner::FrontierCheck*>> by_job;
+  for (const auto& f : check.frontiers) {
+    fmt::print("{:<21} {:<36} {:>10.4f} {:>10.4f} {:>+7.2f}% {:>11.1f} {:>11.1f} {:>+7.2f}%\n",
+               planner::to_string(f.method), f.job, f.reference_fastest_time_s, f.model_fastest_time_s,
+               100 * (f.model_fastest_time_s / f.reference_fastest_time_s - 1), f.reference_fastest_energy_j,
+               f.model_fastest_energy_j, 100 * (f.model_fastest_energy_j / f.reference_fastest_energy_j - 1));
+    by_job[f.job][f.method] = &f;
+  }
+  bool header = false;
+  for (const auto& [job, methods] : by_job) {
+    auto p = methods.find(planner::Method::kPerseus), n = methods.find(planner::Method::kNanobatching);
+    if (p == methods.end() || n == methods.end()) continue;
+    if (!header) {
+      fmt::print("\nNanobatching+Perseus's max-throughput time gain over Perseus\n{:<36} {:>9} {:>9} {:>9}\n", "job",
+                 "gain_ref", "gain_mod", "diff_pt");
+      header = true;
+    }
+    double ref = gain_pct(p->second->reference_fastest_time_s, n->second->reference_fastest_time_s);
+    double mod = gain_pct(p->second->model_fastest_time_s, n->second->model_fastest_time_s);
+    fmt::print("{:<36} {:>+8.2f}% {:>+8.2f}% {:>+9.2f}\n", job, ref, mod, mod - ref);
+  }
+  fmt::print("{}\n", planner::summary_line(check));
+  return 0;
+}
+
 int run_check(const HwFlags& flags) {
-  const hardware::GpuSpec gpu = hardware::load_gpu(flags.gpu);
+  const hardware::GpuSpec gpu = load_limited(flags);
+  if (!flags.plans.empty()) {
+    if (!flags.profiles.empty()) throw InputError({"", 0, 0, "--plans"}, "--plans and --profile check different things; give one");
+    return run_check_plans(flags, gpu);
+  }
+  if (flags.profiles.empty()) throw InputError({"", 0, 0, "--profile"}, "give --profile (stage profiles) or --plans");
   const auto curves = read_profiles(flags.profiles);
   const hardware::ShapeCheck check = hardware::check_shape(gpu, curves);
   fmt::print(
@@ -189,14 +278,19 @@ Action register_hw(CLI::App& app) {
 
   CLI::App* show = hw->add_subcommand("show", "Print a GPU preset and its model curves");
   show->add_option("--gpu", flags->gpu, gpu_help)->required();
+  const std::string limit_help = "Power limit in W, as nvidia-smi -pl sets it (default: the GPU's TDP)";
+  show->add_option("--power-limit", flags->power_limit_w, limit_help);
 
   CLI::App* check = hw->add_subcommand(
-      "check", "Hold a GPU's model against a measured Perseus-format stage profile (fits nothing)");
+      "check", "Hold a GPU's model against measured stage profiles or measured plans (fits nothing)");
   check->add_option("--gpu", flags->gpu, gpu_help)->required();
-  check
-      ->add_option("--profile", flags->profiles,
-                   "CSV with columns stage,instruction,frequency,time,energy (repeatable)")
-      ->required();
+  check->add_option("--profile", flags->profiles,
+                    "CSV with columns stage,instruction,frequency,time,energy (repeatable)");
+  check->add_option("--plans", flags->plans,
+                    "Measured plans to evaluate on the simulated GPU: the Kareus artifact's plans.csv (clocks from "
+                    "plan_clocks.csv beside it) or a kareus-plan JSON of a baseline method (repeatable)");
+  check->add_option("--power-limit", flags->power_limit_w, limit_help);
+  check->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
 
   CLI::App* fit = hw->add_subcommand(
       "fit", "Fit a GPU's power model to a measured stage profile and write a calibrated GPU JSON");

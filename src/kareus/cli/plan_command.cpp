@@ -21,6 +21,7 @@ struct PlanFlags {
   WorkloadFlags workload;
   std::string preset;
   std::string evaluator = "sim";
+  evaluate::NoiseOptions noise;
   std::string mode = "exhaustive";
   std::optional<std::size_t> budget;
   std::uint64_t seed = 0;
@@ -44,7 +45,7 @@ int run_plan(PlanFlags& flags) {
       flags.workload, flags.preset.empty() ? std::vector<std::string>{} : std::vector<std::string>{flags.preset}, "--preset");
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
-  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel);
+  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel, flags.noise);
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
@@ -143,6 +144,7 @@ Action register_plan(CLI::App& app) {
   cmd->add_option("--evaluator", flags->evaluator,
                   "sim (the simulated GPU), table:FILE (measured samples) or gpu (measured now on this machine's GPUs)")
       ->capture_default_str();
+  add_noise_flags(*cmd, flags->noise);
   cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)");
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();

@@ -58,6 +58,9 @@ void add_workload_flags(CLI::App& cmd, WorkloadFlags& f) {
       cmd.add_option("--layers-per-stage", f.layers_per_stage,
                      "Layers of each stage, e.g. 15,13 (default: even, one layer moved "
                      "from the last stage to the first)");
+  // Like --gpu, a setting of the device: not a workload key, free beside --preset.
+  cmd.add_option("--power-limit", f.power_limit_w,
+                 "GPU power limit in W for the job, as nvidia-smi -pl sets it (default: the GPU's TDP)");
 }
 
 void reject_workload_flags(const WorkloadFlags& flags, std::string_view fixing_flag) {
@@ -143,6 +146,7 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
 
   out.model = workload::load_model(f.model);
   out.gpu = hardware::load_gpu(f.gpu);
+  if (f.power_limit_w) out.gpu = hardware::with_power_limit(std::move(out.gpu), *f.power_limit_w, "--power-limit");
   workload::ParallelConfig p;
   p.tp = f.tp;
   p.cp = f.cp;

@@ -36,6 +36,37 @@ double floor_ratio(const SimulationOptions& o, const ComputeOp& op) {
   }
 }
 
+// How much longer than a perfectly balanced run a kernel takes because its thread blocks fill
+// the SMs in whole waves (the last wave part empty) and pad the shape to whole tiles: waves x SMs x
+// block work over the op's work, 1 when the shape is not given.
+double wave_factor(const SimulationOptions& o, const ComputeOp& op, double free_sms) {
+  if (op.rows <= 0 || op.cols <= 0) return 1;
+  // One output tile per SM at a time; `split` pieces of the reduction when the tiles are few.
+  auto gemm = [&](double rows, double cols, double inner) {
+    double best = std::numeric_limits<double>::infinity();
+    for (auto [tr, tc] : {std::pair{o.gemm_tile_rows, o.gemm_tile_cols}, std::pair{o.gemm_tile_cols, o.gemm_tile_rows}}) {
+      const double tiles = std::ceil(rows / tr) * std::ceil(cols / tc);
+      for (int split = 1; split <= o.gemm_max_split_k && inner / split >= o.gemm_tile_rows; ++split) {
+        const double waves = std::ceil(tiles * split / free_sms);
+        best = std::min(best, waves * free_sms * tr * tc / (split * rows * cols));
+      }
+    }
+    return std::isfinite(best) ? best : 1.0;
+  };
+  if (op.kind == OpKind::kGemm) {
+    if (op.pass == Pass::kForward) return gemm(op.rows, op.cols, op.inner);
+    // Backward: the input gradient [rows x inner] (reduction over cols) and the weight gradient
+    // [inner x cols] (reduction over rows), half the FLOPs each.
+    return (gemm(op.rows, op.inner, op.cols) + gemm(op.inner, op.cols, op.rows)) / 2;
+  }
+  if (op.kind == OpKind::kAttention) {
+    const double blocks = std::ceil(op.rows / o.attention_block_queries) * op.cols;
+    const double waves = std::ceil(blocks / free_sms);
+    return waves * free_sms / (op.rows / o.attention_block_queries * op.cols);
+  }
+  return 1;
+}
+
 double hbm_per_wire_byte(const SimulationOptions& o, CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
@@ -79,12 +110,11 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
 
   // The collective first pays its launch and per-step latency (holding its SMs, moving nothing),
   // then moves its bytes.
-  double coll_latency_s = 0, coll_bytes = 0, coll_rate = 0, coll_hbm_factor = 0;
+  double coll_latency_s = 0, coll_bytes = 0, coll_hbm_factor = 0;
   if (coll) {
     coll_latency_s =
         options_.collective_launch_s + coll->ring_steps() * options_.ring_step_latency_s;
     coll_bytes = coll->wire_bytes();
-    coll_rate = collective_rate_bps(freq_mhz, sms);
     coll_hbm_factor = hbm_per_wire_byte(options_, coll->kind);
   }
   bool coll_active = false, coll_done = coll == nullptr;
@@ -104,41 +134,57 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
     const bool op_running = k < n;
     if (!op_running && !coll_active) break;
 
-    hardware::Activity activity;
-    double op_time_s = 0, op_hbm_bps = 0, compute_time_s = 0, op_eff = 0, free_share = 1;
-    if (op_running) {
-      const ComputeOp& op = partition.ops[k];
-      free_share = coll_active ? (all_sms - sms) / all_sms : 1.0;
-      op_eff = efficiency(options_, op);
-      compute_time_s = op.flops / (peak_flops * free_share * op_eff);
-      const double floor_s = floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);
-      op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + options_.kernel_launch_s;
-      op_hbm_bps = op.hbm_bytes / op_time_s;
-    }
+    // The phase at clock f: the op's and the collective's speeds, and the power they draw.
+    struct Phase {
+      double op_time_s = 0, dt_op = kInf, dt_coll = kInf, share = 1, coll_link_bps = 0, power_w = 0;
+      hardware::Activity activity;
+    };
     const bool moving = coll_active && coll_latency_s <= 0;
-    const double coll_link_bps = moving ? coll_rate : 0;
-    const double coll_hbm_bps = coll_link_bps * coll_hbm_factor;
-    // Contention: when compute and collective together ask for more than the HBM delivers, each
-    // gets its proportional share and runs at that share of its speed.
-    const double demand = op_hbm_bps + coll_hbm_bps;
-    const double share = demand > hbm_bps_ ? hbm_bps_ / demand : 1.0;
-
-    const double dt_op = op_running ? op_left * op_time_s / share : kInf;
-    const double dt_coll =
-        !coll_active ? kInf : (moving ? coll_bytes / (coll_link_bps * share) : coll_latency_s);
+    auto phase_at = [&](double f) {
+      Phase ph;
+      double op_hbm_bps = 0, compute_time_s = 0, op_eff = 0, free_share = 1;
+      if (op_running) {
+        const ComputeOp& op = partition.ops[k];
+        free_share = coll_active ? (all_sms - sms) / all_sms : 1.0;
+        op_eff = efficiency(options_, op);
+        // The SMs left to compute run the op's blocks in whole waves.
+        const double waves = wave_factor(options_, op, coll_active ? all_sms - sms : all_sms);
+        compute_time_s = waves * op.flops / (peak_flops * (f / freq_mhz) * free_share * op_eff);
+        const double floor_s =
+            waves * floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);
+        ph.op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + options_.kernel_launch_s;
+        op_hbm_bps = op.hbm_bytes / ph.op_time_s;
+      }
+      ph.coll_link_bps = moving ? collective_rate_bps(f, sms) : 0;
+      const double coll_hbm_bps = ph.coll_link_bps * coll_hbm_factor;
+      // Contention: when compute and collective together ask for more than the HBM delivers, each
+      // gets its proportional share and runs at that share of its speed.
+      const double demand = op_hbm_bps + coll_hbm_bps;
+      ph.share = demand > hbm_bps_ ? hbm_bps_ / demand : 1.0;
+      ph.dt_op = op_running ? op_left * ph.op_time_s / ph.share : kInf;
+      ph.dt_coll = !coll_active ? kInf : (moving ? coll_bytes / (ph.coll_link_bps * ph.share) : coll_latency_s);
+      if (op_running) {
+        ph.activity.compute_sm_fraction = free_share;
+        ph.activity.compute_intensity = std::min(1.0, op_eff * compute_time_s * ph.share / ph.op_time_s);
+      }
+      if (coll_active) ph.activity.comm_sm_fraction = sms / all_sms;
+      ph.activity.hbm_bytes_per_s = demand * ph.share;
+      ph.activity.link_bytes_per_s = 2 * ph.coll_link_bps * ph.share;  // sends and receives as much
+      ph.power_w = hardware::power_w(gpu_, f, ph.activity);
+      return ph;
+    };
+    // At the board's power limit the driver runs the phase at the clock where its power fits.
+    const double run_mhz =
+        hardware::power_capped_clock_mhz(gpu_, freq_mhz, [&](double f) { return phase_at(f).power_w; });
+    const Phase ph = phase_at(run_mhz);
+    const double op_time_s = ph.op_time_s, share = ph.share, coll_link_bps = ph.coll_link_bps;
+    const double dt_op = ph.dt_op, dt_coll = ph.dt_coll;
     const double dt = std::min(dt_op, dt_coll);
-
-    if (op_running) {
-      activity.compute_sm_fraction = free_share;
-      activity.compute_intensity = std::min(1.0, op_eff * compute_time_s * share / op_time_s);
-    }
-    if (coll_active) activity.comm_sm_fraction = sms / all_sms;
-    activity.hbm_bytes_per_s = demand * share;
-    activity.link_bytes_per_s = 2 * coll_link_bps * share;  // sends and receives as much
-    const double power = hardware::power_w(gpu_, freq_mhz, activity);
+    const hardware::Activity& activity = ph.activity;
+    const double power = ph.power_w;
     if constexpr (kRecord) {
       out->phases.push_back({t, t + dt, op_running ? static_cast<int>(k) : -1, coll_active, share,
-                             activity.hbm_bytes_per_s, activity.link_bytes_per_s, power});
+                             activity.hbm_bytes_per_s, activity.link_bytes_per_s, power, run_mhz});
     }
     t += dt;
     e += power * dt;
@@ -191,10 +237,14 @@ EvalResult SimulatedEvaluator::collective_alone(const workload::Partition& parti
 EvalResult SimulatedEvaluator::evaluate(const workload::Partition& partition,
                                         const workload::Knob& knob) const {
   if (knob.sequential() || !partition.collective) {
-    const EvalResult compute = compute_alone(partition, knob.freq_mhz);
-    const EvalResult collective = collective_alone(partition, knob.freq_mhz, knob.sms);
-    return EvalResult::success(compute.time_s + collective.time_s,
-                               compute.energy_j + collective.energy_j);
+    // Not overlapped, the segment runs un-split: each of its two partitions costs half the
+    // whole microbatch's run.
+    const workload::Partition whole = workload::unsplit(partition);
+    const double share = partition.per_layer ? 0.5 : 1.0;
+    const EvalResult compute = compute_alone(whole, knob.freq_mhz);
+    const EvalResult collective = collective_alone(whole, knob.freq_mhz, knob.sms);
+    return EvalResult::success(share * (compute.time_s + collective.time_s),
+                               share * (compute.energy_j + collective.energy_j));
   }
   const workload::LaunchSlot* slot = partition.find_slot(knob.slot);
   KAREUS_CHECK(slot != nullptr, "the wrapper checks the slot");
@@ -208,11 +258,13 @@ Timeline SimulatedEvaluator::timeline(const workload::Partition& partition,
                                       const workload::Knob& knob) const {
   Timeline out;
   if (knob.sequential() || !partition.collective) {
+    // As evaluate(): the un-split segment, its times and energy halved for a layer partition.
+    const workload::Partition whole = workload::unsplit(partition);
     double tc = 0, ec = 0, tk = 0, ek = 0;
-    run<true>(partition, knob.freq_mhz, 0, 0, true, false, &out, tc, ec);
-    if (partition.collective) {
+    run<true>(whole, knob.freq_mhz, 0, 0, true, false, &out, tc, ec);
+    if (whole.collective) {
       Timeline coll;
-      run<true>(partition, knob.freq_mhz, knob.sms, 0, false, true, &coll, tk, ek);
+      run<true>(whole, knob.freq_mhz, knob.sms, 0, false, true, &coll, tk, ek);
       for (auto phase : coll.phases) {
         phase.start_s += tc;
         phase.end_s += tc;
@@ -223,6 +275,11 @@ Timeline SimulatedEvaluator::timeline(const workload::Partition& partition,
     }
     out.time_s = tc + tk;
     out.energy_j = ec + ek;
+    if (partition.per_layer) {
+      for (auto& phase : out.phases) phase.start_s /= 2, phase.end_s /= 2;
+      out.time_s /= 2, out.energy_j /= 2, out.compute_end_s /= 2;
+      out.collective_start_s /= 2, out.collective_end_s /= 2;
+    }
     return out;
   }
   const workload::LaunchSlot* slot = partition.find_slot(knob.slot);

@@ -11,7 +11,10 @@
 // for more than the HBM delivers, both slow in proportion, which is why a collective beside a
 // memory-bound op costs more than beside a GEMM. The partition ends when both are done. Energy
 // integrates hardware::power_w over the timeline's phases. The sequential knob ("none") is the
-// compute alone with every SM, then the collective alone, back to back.
+// compute alone with every SM, then the collective alone, back to back, with the segment un-split
+// (workload::unsplit: one kernel per op over both nanobatches' tokens, half charged to each).
+// Each phase runs at the locked clock unless its power would pass the board's limit; then at the
+// clock where it meets the limit (hardware::power_capped_clock_mhz).
 //
 // Thread-safety: immutable after construction; evaluate() and timeline() may run concurrently.
 // Example:
@@ -41,8 +44,25 @@ struct SimulationOptions {
   // the measured A100 stages (hardware/stage_model.hpp, which these defaults come from).
   double gemm_floor_ratio = hardware::gemm_floor_ratio();
   double attention_floor_ratio = hardware::attention_floor_ratio();
+  // Wave quantization: the thread blocks of a GEMM tile its output in gemm_tile_rows x
+  // gemm_tile_cols blocks (either way round), one block per SM at a time: CUTLASS's default
+  // threadblock for tensor-op GEMMs on sm80 is 128 x 256 x 64
+  // (include/cutlass/gemm/device/default_gemm_configuration.h, DefaultGemmConfiguration<
+  // OpClassTensorOp, Sm80>). When the tiles are few the reduction is split in up to
+  // gemm_max_split_k pieces, as cuBLAS's split-K kernels do (the bound 4 is our assumption, not a
+  // published figure). FlashAttention-2 runs one block per 128 queries of a (sequence, head) at
+  // head dim 128 on sm80 (flash_fwd_launch_template.h, kBlockM = 128). A collective's SMs leave
+  // compute fewer SMs, so a kernel that filled its last wave may spill into one more: the "tail
+  // effect" of overlap NVIDIA's forums describe for a GEMM beside an NCCL all-gather.
+  double gemm_tile_rows = 128;
+  double gemm_tile_cols = 256;
+  int gemm_max_split_k = 4;
+  double attention_block_queries = 128;
   double kernel_launch_s = 3e-6;       // gap per compute kernel
-  double link_efficiency = 0.80;       // NCCL bus bandwidth over NVLink per direction
+  // NCCL's bus bandwidth over NVLink per direction: nccl-tests all_reduce_perf on 8 A100 SXM4
+  // over NVSwitch reports 200-208 GB/s busbw for large messages (NVIDIA/nccl-tests issues #149
+  // and #178), 0.68 of the 300 GB/s per direction.
+  double link_efficiency = 0.68;
   double copy_bytes_per_sm_cycle = 11.35;  // a collective's per-SM copy rate: 16 GB/s at 1410 MHz
   double collective_launch_s = 10e-6;      // fixed cost of a collective kernel
   double ring_step_latency_s = 2e-6;       // per ring step (handshake over the link)
@@ -63,6 +83,7 @@ struct TimelinePhase {
   double hbm_bytes_per_s = 0;
   double link_bytes_per_s = 0;
   double power_w = 0;
+  double freq_mhz = 0;  // the clock it ran at: the locked one, or lower at the power limit
 };
 
 struct Timeline {

@@ -77,28 +77,48 @@ double round6(double x) {
   return std::round(x * scale) / scale;
 }
 
+// Mean over the curves of the measured power at each curve's highest clock: the absolute level.
+double measured_top_power_w(std::span<const ProfileCurve> curves) {
+  double sum = 0;
+  for (const ProfileCurve& c : curves) sum += c.power_w.back();
+  return sum / static_cast<double>(curves.size());
+}
+
 // The fitted parameters, each as a fraction of its range so the optimiser's steps are comparable.
 struct FitSpace {
   double knee_lo_mhz, knee_hi_mhz;
+  std::span<const ProfileCurve> curves;
   static constexpr double kVoltageRatioLo = 0.3, kVoltageRatioHi = 1.0;
   static constexpr double kIdleRatioLo = 0.0, kIdleRatioHi = 2.0;
 
-  // x = (knee, V_min / V_max, C_idle / C_compute) scaled to [0, 1].
+  // x = (knee, V_min / V_max, C_idle / C_compute) scaled to [0, 1]. C_compute then sets the level:
+  // the stage model's power at the curves' highest clocks equals the measured mean there. The
+  // silicon is fitted, not the board: no power limit applies while fitting (the result keeps the
+  // base's).
   GpuSpec apply(const GpuSpec& base, const std::array<double, 3>& x, bool round) const {
     auto r = [&](double v) { return round ? round6(v) : v; };
     GpuSpec gpu = base;
+    gpu.power_limit_w = 0;
     PowerModel& p = gpu.power;
     const double copy_ratio = base.power.copy_capacitance_nf / base.power.compute_capacitance_nf;
     const double idle_ratio = kIdleRatioLo + x[2] * (kIdleRatioHi - kIdleRatioLo);
     p.knee_clock_mhz = r(knee_lo_mhz + x[0] * (knee_hi_mhz - knee_lo_mhz));
     p.v_min_v = r(p.v_max_v * (kVoltageRatioLo + x[1] * (kVoltageRatioHi - kVoltageRatioLo)));
-    // TDP = P_static + V_max² · f_max · (C_compute + C_idle) · 1e-3 + full-bandwidth HBM power.
-    const double sm_budget_w =
-        base.tdp_w - base.static_power_w - base.hbm_bandwidth_bps * p.hbm_pj_per_byte * 1e-12;
-    const double per_nf_w = p.v_max_v * p.v_max_v * base.max_clock_mhz * 1e-3;
-    p.compute_capacitance_nf = r(sm_budget_w / (per_nf_w * (1 + idle_ratio)));
+    // Stage power is affine in the capacitances (ratios fixed): P(C) = P(0) + C · (P(1) − P(0)).
+    auto top_power_at = [&](double c_nf) {
+      p.compute_capacitance_nf = c_nf;
+      p.idle_sm_capacitance_nf = idle_ratio * c_nf;
+      p.copy_capacitance_nf = copy_ratio * c_nf;
+      double sum = 0;
+      for (const ProfileCurve& c : curves) sum += model_transformer_stage(gpu, c.freq_mhz.back()).power_w;
+      return sum / static_cast<double>(curves.size());
+    };
+    const double p0 = top_power_at(0), p1 = top_power_at(1);
+    const double c_nf = std::max(1e-3, (measured_top_power_w(curves) - p0) / (p1 - p0));
+    p.compute_capacitance_nf = r(c_nf);
     p.idle_sm_capacitance_nf = r(idle_ratio * p.compute_capacitance_nf);
     p.copy_capacitance_nf = r(copy_ratio * p.compute_capacitance_nf);
+    if (round) gpu.power_limit_w = base.power_limit_w;
     return gpu;
   }
 };
@@ -224,20 +244,18 @@ std::string summary_line(const ShapeSummary& s) {
 FitResult fit_power_model(const GpuSpec& base, std::span<const ProfileCurve> curves) {
   validate(base, base.name);
   check_curves(base, curves);
-  const double hbm_full_w = base.hbm_bandwidth_bps * base.power.hbm_pj_per_byte * 1e-12;
-  if (!(base.tdp_w > base.static_power_w + hbm_full_w)) {
-    throw InputError(
-        {base.name, 0, 0, "tdp_w"},
-        fmt::format("TDP {} W leaves no dynamic power above static {} W and full-bandwidth "
-                    "HBM {:.1f} W",
-                    base.tdp_w, base.static_power_w, hbm_full_w));
+  if (!(measured_top_power_w(curves) > base.static_power_w)) {
+    throw InputError({curves.front().source, 0, 0, "energy"},
+                     fmt::format("the measured power at the top clocks, {:.1f} W, leaves no dynamic power above "
+                                 "{}'s static {} W",
+                                 measured_top_power_w(curves), base.name, base.static_power_w));
   }
   // The knee may sit anywhere in the GPU's clock range, but below the lowest measured clock the
   // data cannot place it.
   double lowest_measured = base.max_clock_mhz;
   for (const ProfileCurve& c : curves)
     lowest_measured = std::min(lowest_measured, c.freq_mhz.front());
-  const FitSpace space{std::max(base.min_clock_mhz(), lowest_measured), base.max_clock_mhz};
+  const FitSpace space{std::max(base.min_clock_mhz(), lowest_measured), base.max_clock_mhz, curves};
 
   Objective objective{&base, &space, curves};
   std::array<double, 3> best{};
@@ -271,7 +289,7 @@ FitResult fit_power_model(const GpuSpec& base, std::span<const ProfileCurve> cur
   FitResult result;
   result.gpu = space.apply(base, best, true);
   result.evaluations = objective.evaluations;
-  result.check = check_shape(result.gpu, curves);
+  result.check = check_shape(result.gpu, curves);  // on this board, as `kareus hw check` holds it
   validate(result.gpu, "fitted " + base.name);
   const ShapeSummary& s = result.check.summary;
   std::vector<std::string> sources;
@@ -281,11 +299,11 @@ FitResult fit_power_model(const GpuSpec& base, std::span<const ProfileCurve> cur
   }
   result.gpu.calibration = nlohmann::ordered_json{
       {"method",
-       "least squares on power(f)/power(f_top) of the transformer stage model, NLopt LN_SBPLX from "
-       "12 fixed "
-       "starts; fitted knee_clock_mhz, v_min_v, idle_sm_capacitance_nf; compute_capacitance_nf "
-       "from "
-       "power at full load at max clock = tdp_w; copy_capacitance_nf keeps the base ratio"},
+       "least squares on power(f)/power(f_top) of the transformer stage model, NLopt LN_SBPLX from 12 fixed "
+       "starts; fitted knee_clock_mhz, v_min_v, idle_sm_capacitance_nf; compute_capacitance_nf sets the "
+       "model's power at the profiles' top clocks to their measured mean (no power limit while fitting); "
+       "copy_capacitance_nf keeps the base ratio"},
+      {"top_clock_power_w", round6(measured_top_power_w(curves))},
       {"profiles", sources},
       {"points", s.points},
       {"time_err_median_pct", round6(100 * s.time_err_median)},

@@ -7,8 +7,9 @@
 //
 // The fit (`kareus hw fit`) keeps the base GPU's spec sheet and fits three power-model
 // parameters to the measured power shape: the voltage knee, V_min / V_max, and the idle-SM share
-// of SM capacitance. C_compute then follows from the TDP (power at full load at max clock equals
-// TDP) and C_copy keeps the base GPU's ratio to C_compute. The time shape is not fitted: it is the
+// of SM capacitance. C_compute then sets the absolute level (the model's power at the profiles' top
+// clocks equals the measured mean there: the silicon's power, fitted without the board's power
+// limit) and C_copy keeps the base GPU's ratio to C_compute. The time shape is not fitted: it is the
 // fixed stage mix's.
 //
 // Thread-safety: pure functions; results are plain values.
@@ -80,7 +81,7 @@ struct FitResult {
 };
 
 // Fits the power model of `base` to the curves' power shape (deterministic: fixed starts, no
-// randomness). InputError when the base's TDP leaves no room for dynamic power.
+// randomness). InputError when the measured power leaves no room for dynamic power.
 FitResult fit_power_model(const GpuSpec& base, std::span<const ProfileCurve> curves);
 
 }  // namespace kareus::hardware

@@ -11,8 +11,12 @@
 //
 // With P in W, C in nF, V in V and f in MHz, C·V²·f carries a factor 1e-3. An activity of zero
 // draws exactly P_static, the power of a GPU blocked on P2P, so effective energy E − P_static·t is
-// the energy of the work itself. The spec's TDP is the model's power at full load at max clock
-// (full_load_activity()); spec-only presets derive C_compute from that.
+// the energy of the work itself.
+//
+// Power limit: the board holds its power at or below power_limit_w (the TDP unless the job sets a
+// lower one, as `nvidia-smi -pl` does). When the locked clock would draw more, the driver lowers
+// the clock until the power fits; over its fast steps the clock averages to the one where power
+// meets the limit (power_capped_clock_mhz). A locked clock above that buys nothing.
 //
 // Thread-safety: GpuSpec is a plain value; every function here is pure.
 // Example:
@@ -21,6 +25,7 @@
 //   double flops = peak_flops_at(a100, 1005);
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -55,6 +60,7 @@ struct GpuSpec {
   double hbm_bandwidth_bps = 0;       // device memory, bytes/s
   double nvlink_bandwidth_bps = 0;    // per direction, bytes/s
   double tdp_w = 0;
+  double power_limit_w = 0;   // the limit the driver holds (files: the TDP by default); 0 = none
   double static_power_w = 0;  // P_static / P_blocking: a GPU blocked on P2P
   PowerModel power;
   nlohmann::ordered_json calibration;  // how the power model was fitted; null for spec-only ones
@@ -88,13 +94,32 @@ double voltage_v(const GpuSpec& gpu, double freq_mhz);
 double power_w(const GpuSpec& gpu, double freq_mhz, const Activity& activity);
 // Power above static: what the activity itself costs.
 double dynamic_power_w(const GpuSpec& gpu, double freq_mhz, const Activity& activity);
-// All SMs computing at intensity 1 with HBM at full bandwidth: the load TDP is specified for.
+// All SMs computing at intensity 1 with HBM at full bandwidth.
 Activity full_load_activity(const GpuSpec& gpu);
+
+// The clock the GPU runs at with `freq_mhz` locked, when its power at clock f is power_at(f)
+// (power rising with the clock): freq_mhz if power_at(freq_mhz) fits gpu.power_limit_w, else the
+// clock where the power meets the limit, found by a fixed bisection of [min clock, max clock] so
+// that every locked clock above it runs at exactly the same one; the min clock if even that draws
+// more (the board cannot go lower).
+template <typename PowerAt>
+double power_capped_clock_mhz(const GpuSpec& gpu, double freq_mhz, PowerAt&& power_at) {
+  const double limit = gpu.power_limit_w;
+  if (limit <= 0 || power_at(freq_mhz) <= limit) return freq_mhz;
+  double lo = gpu.min_clock_mhz(), hi = gpu.max_clock_mhz;
+  if (power_at(lo) > limit) return std::min(lo, freq_mhz);
+  for (int i = 0; i < 40; ++i) {  // (max − min) / 2^40: far below a MHz
+    const double mid = (lo + hi) / 2;
+    (power_at(mid) <= limit ? lo : hi) = mid;
+  }
+  return std::min(lo, freq_mhz);
+}
 
 // GPU JSON files (data/gpus/*.json) hold the fields of GpuSpec in spec-sheet units:
 // "peak_bf16_tflops", "hbm_bandwidth_gb_per_s", "nvlink_bandwidth_gb_per_s_per_direction";
 // "sm_clocks_mhz" is a list or {"min", "max", "step"}; "power_model" holds PowerModel's fields;
-// "calibration" is optional. Unknown fields are errors (a misspelt field would else be ignored).
+// "calibration" is optional; "power_limit_w" is optional (default: "tdp_w"). Unknown fields are
+// errors (a misspelt field would else be ignored).
 
 // Names of the bundled presets, data_dir()/gpus/*.json, sorted.
 std::vector<std::string> gpu_preset_names();
@@ -108,6 +133,9 @@ GpuSpec load_gpu(std::string_view name_or_path);
 GpuSpec gpu_spec_from_json(const nlohmann::ordered_json& doc, const std::string& source);
 // The JSON a preset file holds (load_gpu_spec reads it back to an equal GpuSpec).
 nlohmann::ordered_json to_json(const GpuSpec& gpu);
+// `gpu` held at `power_limit_w` (as `nvidia-smi -pl` sets it): InputError naming `field` unless
+// the limit lies above static power and at most the TDP, the highest a board accepts.
+GpuSpec with_power_limit(GpuSpec gpu, double power_limit_w, const std::string& field);
 // Checks ranges and consistency (clocks ascending and positive, knee within the clock range,
 // static power below TDP, ...); throws InputError naming `source` and the field.
 void validate(const GpuSpec& gpu, const std::string& source);

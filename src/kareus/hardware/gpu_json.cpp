@@ -201,6 +201,10 @@ void validate(const GpuSpec& gpu, const std::string& source) {
     fail("static_power_w",
          fmt::format("must be in [0, tdp_w = {}), got {}", gpu.tdp_w, gpu.static_power_w));
   }
+  if (!(std::isfinite(gpu.power_limit_w) && gpu.power_limit_w > gpu.static_power_w)) {
+    fail("power_limit_w", fmt::format("must be above static_power_w = {} W, got {}", gpu.static_power_w,
+                                      gpu.power_limit_w));
+  }
   const PowerModel& p = gpu.power;
   if (!(p.knee_clock_mhz >= gpu.min_clock_mhz() && p.knee_clock_mhz <= gpu.max_clock_mhz)) {
     fail("power_model.knee_clock_mhz",
@@ -222,6 +226,15 @@ void validate(const GpuSpec& gpu, const std::string& source) {
   non_negative("power_model.nvlink_pj_per_byte", p.nvlink_pj_per_byte);
 }
 
+GpuSpec with_power_limit(GpuSpec gpu, double power_limit_w, const std::string& field) {
+  if (!(std::isfinite(power_limit_w) && power_limit_w > gpu.static_power_w && power_limit_w <= gpu.tdp_w)) {
+    throw InputError({"", 0, 0, field}, fmt::format("{} takes a power limit in ({:g}, {:g}] W, got {:g}", gpu.name,
+                                                    gpu.static_power_w, gpu.tdp_w, power_limit_w));
+  }
+  gpu.power_limit_w = power_limit_w;
+  return gpu;
+}
+
 GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
   Fields f(doc, source, "");
   GpuSpec gpu;
@@ -236,6 +249,7 @@ GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
   gpu.hbm_bandwidth_bps = f.positive("hbm_bandwidth_gb_per_s") * 1e9;
   gpu.nvlink_bandwidth_bps = f.positive("nvlink_bandwidth_gb_per_s_per_direction") * 1e9;
   gpu.tdp_w = f.positive("tdp_w");
+  gpu.power_limit_w = f.find("power_limit_w") ? f.positive("power_limit_w") : gpu.tdp_w;
   gpu.static_power_w = f.non_negative("static_power_w");
   gpu.power = read_power_model(f.require("power_model"), source);
   if (const json* calibration = f.find("calibration")) {
@@ -312,6 +326,7 @@ json to_json(const GpuSpec& gpu) {
       {"hbm_bandwidth_gb_per_s", number_json(gpu.hbm_bandwidth_bps / 1e9)},
       {"nvlink_bandwidth_gb_per_s_per_direction", number_json(gpu.nvlink_bandwidth_bps / 1e9)},
       {"tdp_w", number_json(gpu.tdp_w)},
+      {"power_limit_w", number_json(gpu.power_limit_w)},
       {"static_power_w", number_json(gpu.static_power_w)},
       {"power_model",
        {{"knee_clock_mhz", number_json(p.knee_clock_mhz)},

@@ -36,21 +36,46 @@ double attention_floor_ratio() {
   return 0;
 }
 
+namespace {
+
+struct OpSample {
+  double time = 0, power_w = 0;
+};
+
+OpSample model_op(const GpuSpec& gpu, const StageOp& op, double freq_mhz) {
+  const double compute = op.compute_share * gpu.max_clock_mhz / freq_mhz;
+  const double floor = op.compute_share * op.hbm_floor_ratio;
+  const double t = std::max(compute, floor);
+  const Activity activity{.compute_sm_fraction = 1,
+                          .compute_intensity = op.efficiency * compute / t,
+                          .comm_sm_fraction = 0,
+                          .hbm_bytes_per_s = gpu.hbm_bandwidth_bps * floor / t,
+                          .link_bytes_per_s = 0};
+  return {t, power_w(gpu, freq_mhz, activity)};
+}
+
+}  // namespace
+
 StageSample model_transformer_stage(const GpuSpec& gpu, double freq_mhz) {
   double time = 0, energy = 0;
   for (const StageOp& op : kOps) {
-    const double compute = op.compute_share * gpu.max_clock_mhz / freq_mhz;
-    const double floor = op.compute_share * op.hbm_floor_ratio;
-    const double t = std::max(compute, floor);
-    const Activity activity{.compute_sm_fraction = 1,
-                            .compute_intensity = op.efficiency * compute / t,
-                            .comm_sm_fraction = 0,
-                            .hbm_bytes_per_s = gpu.hbm_bandwidth_bps * floor / t,
-                            .link_bytes_per_s = 0};
-    time += t;
-    energy += power_w(gpu, freq_mhz, activity) * t;
+    const double run_mhz =
+        power_capped_clock_mhz(gpu, freq_mhz, [&](double f) { return model_op(gpu, op, f).power_w; });
+    const OpSample s = model_op(gpu, op, run_mhz);
+    time += s.time;
+    energy += s.power_w * s.time;
   }
   return {freq_mhz, time, energy / time};
+}
+
+std::optional<double> stage_throttle_clock_mhz(const GpuSpec& gpu) {
+  if (gpu.power_limit_w <= 0) return std::nullopt;
+  for (double f : gpu.sm_clocks_mhz) {
+    for (const StageOp& op : kOps) {
+      if (model_op(gpu, op, f).power_w > gpu.power_limit_w) return f;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace kareus::hardware

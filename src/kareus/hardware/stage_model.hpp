@@ -15,6 +15,7 @@
 //   double slowdown = lo.time_rel / hi.time_rel, power_ratio = lo.power_w / hi.power_w;
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -46,7 +47,12 @@ struct StageSample {
 
 // Each op takes max(compute_share · f_max / f, compute_share · hbm_floor_ratio) and draws
 // power_w() with all SMs computing at intensity efficiency · (compute time / op time) and HBM at
-// the floor's share of its bandwidth.
+// the floor's share of its bandwidth; an op that would draw more than the GPU's power limit runs
+// at the clock where it meets the limit (power_capped_clock_mhz).
 StageSample model_transformer_stage(const GpuSpec& gpu, double freq_mhz);
+
+// The lowest supported clock from which an op of the stage, GEMM-bound at that clock, would draw
+// more than the power limit: locked at or above it, the stage throttles. None when no clock does.
+std::optional<double> stage_throttle_clock_mhz(const GpuSpec& gpu);
 
 }  // namespace kareus::hardware

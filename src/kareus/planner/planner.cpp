@@ -32,7 +32,12 @@ compose::PartitionPoint measure(const evaluate::Evaluator& evaluator, const work
 }
 
 // The knob a baseline runs a partition with at `freq_mhz`, taken from the partition's search grid
-// so that Kareus's search measures exactly the knobs the baselines use.
+// so that Kareus's search measures exactly the knobs the baselines use. Perseus and Megatron-LM:
+// the sequential knob (the segment un-split, its collective after the compute). Nanobatching+
+// Perseus: the artifact's default nanobatch schedule, which fixes the launch point and the SM count
+// rather than searching them (data/kareus-osdi26/README.md): each collective launched before its
+// partition's first op (its first launch slot), with search::kDefaultNanobatchingSms SMs, the
+// collective library's default channel count on A100 NVLink (one SM per NCCL channel).
 workload::Knob baseline_knob(Method method, const search::KnobSpace& space, double freq_mhz) {
   std::size_t index = method == Method::kNanobatching ? space.nanobatching_knob(freq_mhz) : space.sequential_knob(freq_mhz);
   return space.knob(index);
@@ -214,6 +219,22 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
   }
   MeasurementCache cache;
   return run_with_cache(method, job, evaluator, options, cache);
+}
+
+pipeline::OptionTable baseline_option_table(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                            const PlannerOptions& options) {
+  KAREUS_CHECK(method != Method::kKareus, "Kareus's options come from its search, not a fixed knob");
+  MeasurementCache cache;
+  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  compose::PartitionPoints points;
+  for (const workload::Partition& partition : job_partitions(job)) {
+    search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
+    auto& list = points[partition.key];
+    for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(method, space, clock), cache));
+  }
+  const double p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
+  return compose::compose_option_table(job.model, job.parallel, points, {p_static_w, options.overhead_factor});
 }
 
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {

@@ -79,6 +79,12 @@ std::vector<workload::Partition> job_partitions(const Job& job);
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options);
 
+// The option table of a baseline (Megatron-LM, Perseus or Nanobatching+Perseus): every partition
+// at the method's knob at each clock of options.search.grid (Megatron-LM: the highest only), one
+// option per (stage, instruction, clock). What an artifact's plan of that method is evaluated on.
+pipeline::OptionTable baseline_option_table(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                            const PlannerOptions& options);
+
 // The plan of one frontier point, with the job and method recorded as its source.
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point);
 

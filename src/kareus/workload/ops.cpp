@@ -14,14 +14,16 @@ constexpr double e = kBytesPerElement;
 // accumulates into fp32 main grads (read and write 4 bytes per weight), as Megatron does.
 ComputeOp gemm(std::string name, Pass pass, double m, double k, double n) {
   if (pass == Pass::kForward) {
-    return {std::move(name), OpKind::kGemm, pass, 2 * m * k * n, e * (m * k + k * n + m * n)};
+    return {std::move(name), OpKind::kGemm, pass, 2 * m * k * n, e * (m * k + k * n + m * n), e * k * n, m, n, k};
   }
-  return {std::move(name), OpKind::kGemm, pass, 4 * m * k * n,
-          e * (2 * m * n + 2 * m * k + k * n) + 8 * k * n};
+  return {std::move(name), OpKind::kGemm,  pass, 4 * m * k * n, e * (2 * m * n + 2 * m * k + k * n) + 8 * k * n,
+          e * k * n + 8 * k * n,     m, n, k};
 }
 
-ComputeOp memory_op(std::string name, OpKind kind, Pass pass, double flops, double elements_moved) {
-  return {std::move(name), kind, pass, flops, e * elements_moved};
+// `weight_elements` of `elements_moved` are a norm's weights: read once however many tokens.
+ComputeOp memory_op(std::string name, OpKind kind, Pass pass, double flops, double elements_moved,
+                    double weight_elements = 0) {
+  return {std::move(name), kind, pass, flops, e * elements_moved, e * weight_elements};
 }
 
 // Rotates `steps` to begin just after the last collective (no-op when there is none).
@@ -107,6 +109,14 @@ std::string_view to_string(ParallelGroup group) {
   return group == ParallelGroup::kTensor ? "tp" : "cp";
 }
 
+ComputeOp scaled_tokens(ComputeOp op, double factor) {
+  op.flops *= factor;
+  op.hbm_bytes = (op.hbm_bytes - op.weight_bytes) * factor + op.weight_bytes;
+  if (op.kind == OpKind::kGemm) op.rows *= factor;
+  if (op.kind == OpKind::kAttention) op.cols *= factor;
+  return op;
+}
+
 double Collective::wire_bytes() const {
   const double n = ranks;
   if (ranks <= 1) return 0;
@@ -149,7 +159,7 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
   LayerOps ops;
   auto& fwd = ops.forward;
   fwd.push_back(memory_op("residual_add", OpKind::kNorm, fw, t * h, 3 * t * h));
-  fwd.push_back(memory_op("input_norm", OpKind::kNorm, fw, 4 * t * h, 2 * t * h + h));
+  fwd.push_back(memory_op("input_norm", OpKind::kNorm, fw, 4 * t * h, 2 * t * h + h, h));
   fwd.push_back(gemm("qkv_proj", fw, t, h, q + 2 * kv));
   if (model.qk_norm)
     fwd.push_back(memory_op("qk_norm", OpKind::kRope, fw, 4 * t * (q + kv), 2 * t * (q + kv)));
@@ -157,25 +167,28 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
   if (cp)
     fwd.push_back(Collective{"kv_all_gather", CollectiveKind::kAllGather, ParallelGroup::kContext,
                              p.cp, kv_bytes});
+  const double sequences = static_cast<double>(p.nanobatch_size());
+  const double q_per_sequence = p.seq_len / static_cast<double>(p.cp);  // this rank's query tokens
   fwd.push_back(ComputeOp{"flash_attention", OpKind::kAttention, fw, attention_flops,
-                          e * (2 * t * q + 2 * t_kv * kv)});
+                          e * (2 * t * q + 2 * t_kv * kv), 0, q_per_sequence, sequences * heads,
+                          static_cast<double>(model.head_dim)});
   fwd.push_back(gemm("out_proj", fw, t, q, h));
   if (tp) fwd.push_back(tp_all_reduce("attn_all_reduce"));
   fwd.push_back(memory_op("residual_add", OpKind::kNorm, fw, t * h, 3 * t * h));
-  fwd.push_back(memory_op("post_attn_norm", OpKind::kNorm, fw, 4 * t * h, 2 * t * h + h));
+  fwd.push_back(memory_op("post_attn_norm", OpKind::kNorm, fw, 4 * t * h, 2 * t * h + h, h));
   fwd.push_back(gemm("fc1", fw, t, h, 2 * f));
   fwd.push_back(memory_op("swiglu", OpKind::kActivation, fw, 5 * t * f, 3 * t * f));
   fwd.push_back(gemm("fc2", fw, t, f, h));
   if (tp) fwd.push_back(tp_all_reduce("mlp_all_reduce"));
 
   auto& bwd = ops.backward;
-  bwd.push_back(memory_op("input_norm_bwd", OpKind::kNorm, bw, 8 * t * h, 3 * t * h + h));
+  bwd.push_back(memory_op("input_norm_bwd", OpKind::kNorm, bw, 8 * t * h, 3 * t * h + h, h));
   bwd.push_back(memory_op("residual_grad_add", OpKind::kNorm, bw, t * h, 3 * t * h));
   bwd.push_back(gemm("fc2_bwd", bw, t, f, h));
   bwd.push_back(memory_op("swiglu_bwd", OpKind::kActivation, bw, 8 * t * f, 5 * t * f));
   bwd.push_back(gemm("fc1_bwd", bw, t, h, 2 * f));
   if (tp) bwd.push_back(tp_all_reduce("fc1_grad_all_reduce"));
-  bwd.push_back(memory_op("post_attn_norm_bwd", OpKind::kNorm, bw, 8 * t * h, 3 * t * h + h));
+  bwd.push_back(memory_op("post_attn_norm_bwd", OpKind::kNorm, bw, 8 * t * h, 3 * t * h + h, h));
   bwd.push_back(memory_op("residual_grad_add", OpKind::kNorm, bw, t * h, 3 * t * h));
   bwd.push_back(gemm("out_proj_bwd", bw, t, q, h));
   if (cp)
@@ -184,7 +197,8 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
   // FlashAttention backward: five matmuls against the forward's two; reads Q, O, dO, K, V and
   // writes dQ and this rank's partial dK, dV for every gathered token.
   bwd.push_back(ComputeOp{"flash_attention_bwd", OpKind::kAttention, bw, 2.5 * attention_flops,
-                          e * (4 * t * q + 4 * t_kv * kv)});
+                          e * (4 * t * q + 4 * t_kv * kv), 0, q_per_sequence, sequences * heads,
+                          static_cast<double>(model.head_dim)});
   if (cp)
     bwd.push_back(Collective{"dkv_reduce_scatter", CollectiveKind::kReduceScatter,
                              ParallelGroup::kContext, p.cp, kv_bytes});

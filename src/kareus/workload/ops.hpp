@@ -42,9 +42,21 @@ struct ComputeOp {
   Pass pass = Pass::kForward;
   double flops = 0;      // floating-point operations (a multiply-add is 2)
   double hbm_bytes = 0;  // compulsory HBM traffic: inputs read once, outputs written once
+  // Of hbm_bytes, what does not grow with the tokens (a GEMM's weights and weight gradients): a
+  // kernel over twice the tokens reads them once, two nanobatches' kernels twice.
+  double weight_bytes = 0;
+  // The shape the kernel's thread blocks tile, which sets how its blocks fill the SMs (0 = not
+  // given). GEMM: [rows x inner] activations times an [inner x cols] weight shard (rows = tokens).
+  // Attention: `rows` query tokens per (sequence, head), `cols` = sequences x heads, `inner` =
+  // head dim.
+  double rows = 0, cols = 0, inner = 0;
 
   bool operator==(const ComputeOp&) const = default;
 };
+
+// The same op over `factor` times the tokens (more sequences of the same length): FLOPs and
+// activation traffic scale, weight traffic does not; a GEMM's rows and attention's sequences scale.
+ComputeOp scaled_tokens(ComputeOp op, double factor);
 
 enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter };
 std::string_view to_string(CollectiveKind kind);

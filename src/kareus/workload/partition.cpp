@@ -190,8 +190,8 @@ std::vector<Partition> non_partition_work(const ModelSpec& model, const Parallel
     // (fp32); the loss is computed in place over the logits shard.
     out.push_back(work(
         "head_fwd", Pass::kForward,
-        {{"final_norm", OpKind::kNorm, Pass::kForward, 4 * t * h, e * (2 * t * h + h)},
-         {"lm_head", OpKind::kGemm, Pass::kForward, 2 * t * h * v, e * (t * h + h * v + t * v)},
+        {{"final_norm", OpKind::kNorm, Pass::kForward, 4 * t * h, e * (2 * t * h + h), e * h},
+         {"lm_head", OpKind::kGemm, Pass::kForward, 2 * t * h * v, e * (t * h + h * v + t * v), e * h * v, t, v, h},
          {"cross_entropy", OpKind::kElementwise, Pass::kForward, 5 * t * v, e * 2 * t * v}},
         tp_all_reduce("cross_entropy_all_reduce", 3 * 4 * t)));
     // The LM head is column-parallel: its input gradient is all-reduced over TP.
@@ -199,11 +199,19 @@ std::vector<Partition> non_partition_work(const ModelSpec& model, const Parallel
         "head_bwd", Pass::kBackward,
         {{"cross_entropy_bwd", OpKind::kElementwise, Pass::kBackward, 2 * t * v, e * 2 * t * v},
          {"lm_head_bwd", OpKind::kGemm, Pass::kBackward, 4 * t * h * v,
-          e * (2 * t * v + 2 * t * h + h * v) + 8 * h * v},
-         {"final_norm_bwd", OpKind::kNorm, Pass::kBackward, 8 * t * h, e * (3 * t * h + h)}},
+          e * (2 * t * v + 2 * t * h + h * v) + 8 * h * v, e * h * v + 8 * h * v, t, v, h},
+         {"final_norm_bwd", OpKind::kNorm, Pass::kBackward, 8 * t * h, e * (3 * t * h + h), e * h}},
         tp_all_reduce("lm_head_grad_all_reduce", e * t * h)));
   }
   return out;
+}
+
+Partition unsplit(const Partition& partition) {
+  Partition whole = partition;
+  if (!partition.per_layer) return whole;
+  for (ComputeOp& op : whole.ops) op = scaled_tokens(op, 2);
+  if (whole.collective) whole.collective->bytes *= 2;
+  return whole;
 }
 
 const Partition& find_partition(const std::vector<Partition>& partitions, std::string_view key) {

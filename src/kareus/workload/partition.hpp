@@ -71,6 +71,13 @@ struct Knob {
   auto operator<=>(const Knob&) const = default;
 };
 
+// The segment a sequential knob runs: without overlap there is no reason to split the microbatch,
+// so the compute runs un-split, over both nanobatches' tokens at once (GEMMs twice as tall, half
+// the kernels, weights read once), and the collective over both nanobatches' bytes in one call.
+// A layer partition evaluated this way costs half of what this returns. Work outside the layers
+// (per_layer false) is already a whole microbatch and comes back unchanged.
+Partition unsplit(const Partition& partition);
+
 // The layer partitions of `model` under `parallel` (validated), forward keys then backward keys, in
 // execution order. Without any collective (TP = CP = 1) the layer is one segment per direction,
 // keys fwd_layer and bwd_layer, never overlapped.

@@ -1,0 +1,90 @@
+// Measured plans on an evaluator: the artifact's files read whole, bad rows named by file:line, and
+// a plan's model time and energy checked against the planner's own frontier for a plan it can
+// also make (every instruction at the highest clock is Megatron-LM's plan).
+#include "kareus/planner/plan_check.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kareus/core/error.hpp"
+#include "kareus/evaluate/simulated.hpp"
+
+namespace kareus::planner {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(KAREUS_DATA_DIR) / "kareus-osdi26";
+
+std::filesystem::path write(const std::string& name, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() / ("kareus-plan-check-" + std::to_string(::getpid()) + name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ArtifactPlans, AllPlansOfBothMethodsAreRead) {
+  auto plans = read_artifact_plans(kData / "plans.csv", kData / "plan_clocks.csv");
+  ASSERT_EQ(plans.size(), 85u);
+  int perseus = 0;
+  for (const auto& p : plans) {
+    perseus += p.method == Method::kPerseus;
+    ASSERT_EQ(p.stages.size(), 2u);
+    EXPECT_EQ(p.job.parallel.microbatches, 8);
+    for (const auto& stage : p.stages) EXPECT_EQ(stage.size(), 16u) << p.label;
+    EXPECT_EQ(p.job.parallel.layers_per_stage, (std::vector<int>{15, 13}));
+  }
+  EXPECT_EQ(perseus, 45);
+}
+
+TEST(ArtifactPlans, AllClocksAtTheTopIsMegatronsPlan) {
+  auto plans = read_artifact_plans(kData / "plans.csv", kData / "plan_clocks.csv");
+  evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  for (std::size_t i : {std::size_t{0}, plans.size() - 1}) {
+    ReferencePlan top = plans[i];
+    top.method = Method::kPerseus;
+    for (auto& stage : top.stages)
+      for (auto& c : stage) c.freq_mhz = 1410;
+    PlanCheck check = check_plans({top}, evaluator, {}, false);
+    MethodResult megatron = run_method(Method::kMegatron, top.job, evaluator, {});
+    ASSERT_EQ(check.rows.size(), 1u);
+    EXPECT_NEAR(check.rows[0].model_time_s, megatron.frontier.front().time_s, 1e-9) << top.label;
+    EXPECT_NEAR(check.rows[0].model_energy_j, megatron.frontier.front().energy_j, 1e-6) << top.label;
+  }
+}
+
+TEST(ArtifactPlans, SlowerClocksNeverShortenAPlan) {
+  auto plans = read_artifact_plans(kData / "plans.csv", kData / "plan_clocks.csv");
+  evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  ReferencePlan slow = plans.front();
+  for (auto& stage : slow.stages)
+    for (auto& c : stage) c.freq_mhz = std::max(900.0, c.freq_mhz - 90);
+  PlanCheck check = check_plans({plans.front(), slow}, evaluator, {}, false);
+  EXPECT_GT(check.rows[1].model_time_s, check.rows[0].model_time_s);
+}
+
+TEST(ArtifactPlans, BadRowsAreNamedByFileAndLine) {
+  const std::string header = "method,model,tp,cp,mbs,seq,plan,time_s,energy_j\n";
+  auto plans = write("p.csv", header + "Perseus,llama-3.2-3b,8,1,8,4096,1,5.0,2000\n");
+  auto clocks = write("c.csv",
+                      "method,model,tp,cp,mbs,seq,plan,stage,position,instruction,microbatch,freq_mhz\n"
+                      "Perseus,llama-3.2-3b,8,1,8,4096,2,0,0,forward,0,1410\n");
+  try {
+    read_artifact_plans(plans, clocks);
+    FAIL() << "a clock row of an unknown plan was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.csv:2"), std::string::npos) << e.what();
+  }
+  auto bad_method = write("m.csv", header + "Zeus,llama-3.2-3b,8,1,8,4096,1,5.0,2000\n");
+  EXPECT_THROW(read_artifact_plans(bad_method, clocks), InputError);
+  // A stage whose instructions are not in 1F1B order.
+  auto swapped = write("s.csv",
+                       "method,model,tp,cp,mbs,seq,plan,stage,position,instruction,microbatch,freq_mhz\n"
+                       "Perseus,llama-3.2-3b,8,1,8,4096,1,0,0,backward,0,1410\n"
+                       "Perseus,llama-3.2-3b,8,1,8,4096,1,0,1,forward,0,1410\n"
+                       "Perseus,llama-3.2-3b,8,1,8,4096,1,1,0,forward,0,1410\n"
+                       "Perseus,llama-3.2-3b,8,1,8,4096,1,1,1,backward,0,1410\n");
+  EXPECT_THROW(read_artifact_plans(plans, swapped), InputError);
+}
+
+}  // namespace
+}  // namespace kareus::planner
