@@ -6,6 +6,7 @@
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
+#include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/planner.hpp"
@@ -86,8 +87,8 @@ int run_compare(CompareFlags& flags) {
         iso_time10 = iso_time_energy_reduction_pct(points10, perseus10);
         iso_energy10 = iso_energy_time_reduction_pct(points10, perseus10);
       }
-      csv += fmt::format("{},{},{:.6f},{:.3f},{},{}\n", job.name, planner::to_string(r.method), points.front().time_s,
-                         points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy));
+      csv += fmt::format("{},{},{:.6f},{:.3f},{},{}\n", csv_field(job.name), csv_field(planner::to_string(r.method)),
+                         points.front().time_s, points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy));
       nlohmann::json frontier = nlohmann::json::array();
       for (const auto& p : points) frontier.push_back({p.time_s, p.energy_j});
       nlohmann::json entry = {
