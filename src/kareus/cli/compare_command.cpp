@@ -69,6 +69,7 @@ int run_compare(CompareFlags& flags) {
   std::vector<std::pair<std::string, std::string>> plots;
   for (const planner::Job& job : jobs) {
     spdlog::info("{}: running the four methods", job.name);
+    report_sample_use(evaluator, planner::job_partitions(job));
     std::vector<planner::MethodResult> results;
     for (planner::Method m : planner::kAllMethods) results.push_back(planner::run_method(m, job, evaluator, options));
     const std::vector<TimeEnergy> perseus = results[1].points();
@@ -131,7 +132,7 @@ Action register_compare(CLI::App& app) {
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
   cmd->add_flag("--all", flags->all, "All ten Kareus evaluation configurations");
-  cmd->add_option("--evaluator", flags->evaluator, "sim or table:FILE")->capture_default_str();
+  cmd->add_option("--evaluator", flags->evaluator, "sim, table:FILE or artifact:DIR")->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();

@@ -1,15 +1,27 @@
-// The --evaluator flag shared by commands that cost knobs: "sim" (the simulated GPU model) or
-// "table:FILE" (measured samples: our CSV or the Kareus artifact's eval_results.jsonl).
+// The --evaluator flag shared by commands that cost knobs: "sim" (the simulated GPU model),
+// "table:FILE" (measured samples: our CSV or the Kareus artifact's eval_results.jsonl) or
+// "artifact:DIR" (the Kareus artifact's profiling tree: <partition>/eval_results.jsonl and
+// nonpartition/<MHz>/*_energy.csv; see evaluate/artifact_tree.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "kareus/evaluate/evaluator.hpp"
 
 namespace kareus::cli {
 
-// Throws InputError naming --evaluator for anything else.
-evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu);
+// Throws InputError naming --evaluator for anything else, and the file at fault for bad input.
+// `partition_key` names the partition of a table file that has no partition column. An artifact
+// tree's account (records used, unusable ones and why) goes to stderr.
+evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
+                                   const std::optional<std::string>& partition_key = std::nullopt);
+
+// For measured samples: one stderr line per thing this job cannot use (samples of a partition the
+// job does not run, samples outside a partition's knob space with the reason, partitions without
+// any sample), so that no sample is dropped in silence. Nothing for a model.
+void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<workload::Partition>& partitions);
 
 // "simulated GPU model, not a measurement" or "measured samples from FILE", for every output.
 std::string provenance_note(const evaluate::Evaluator& evaluator);

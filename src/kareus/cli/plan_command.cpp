@@ -43,6 +43,7 @@ int run_plan(PlanFlags& flags) {
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
+  report_sample_use(evaluator, planner::job_partitions(job));
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
@@ -116,7 +117,7 @@ Action register_plan(CLI::App& app) {
   cmd->add_option("--preset", flags->preset,
                   "One of the Kareus evaluation configurations instead of workload flags: " +
                       fmt::format("{}", fmt::join(planner::evaluation_config_names(), ", ")));
-  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU) or table:FILE (measured samples)")
+  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU), table:FILE (measured samples) or artifact:DIR (the Kareus artifact's profiling tree)")
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)");

@@ -31,6 +31,24 @@ compose::PartitionPoint measure(const evaluate::Evaluator& evaluator, const work
   return point;
 }
 
+// A knob a measured table has no sample of, for Kareus's own options: left out (Kareus plans from
+// what was measured; a table never invents a number), where a baseline needs it and fails.
+std::optional<compose::PartitionPoint> measure_if_sampled(const evaluate::Evaluator& evaluator,
+                                                          const workload::Partition& partition,
+                                                          const workload::Knob& knob, MeasurementCache& cache) {
+  if (auto it = cache.find({partition.key, knob}); it != cache.end()) return it->second;
+  if (evaluator.provenance() == evaluate::Provenance::kMeasurement) {
+    evaluate::EvalResult r = evaluator.evaluate(partition, knob);
+    if (r.status == evaluate::EvalStatus::kNotMeasured) return std::nullopt;
+    if (r.ok()) {
+      compose::PartitionPoint point{knob, r.time_s, r.energy_j};
+      cache.emplace(std::pair{partition.key, knob}, point);
+      return point;
+    }
+  }
+  return measure(evaluator, partition, knob, cache);
+}
+
 // The knob a baseline runs a partition with at `freq_mhz`, taken from the partition's search grid
 // so that Kareus's search measures exactly the knobs the baselines use.
 workload::Knob baseline_knob(Method method, const search::KnobSpace& space, double freq_mhz) {
@@ -108,18 +126,28 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   result.method = method;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
   result.unit_time_s = options.unit_time_s;
-  const std::int64_t calls_before = evaluator.calls();
+  const std::int64_t calls_before = evaluator.calls(), failures_before = evaluator.failures();
   const std::vector<workload::Partition> partitions = job_partitions(job);
   std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
   if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
 
   compose::PartitionPoints points;
+  bool baselines_sampled = true;  // every baseline knob has a cost (a table may lack some)
   for (const workload::Partition& partition : partitions) {
     auto& list = points[partition.key];
     if (method != Method::kKareus || !partition.collective) {
       Method knobs = method == Method::kKareus ? Method::kPerseus : method;
       search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
-      for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(knobs, space, clock), cache));
+      for (double clock : clocks) {
+        const workload::Knob knob = baseline_knob(knobs, space, clock);
+        if (method != Method::kKareus) {
+          list.push_back(measure(evaluator, partition, knob, cache));
+        } else if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) {
+          list.push_back(*point);
+        } else {
+          baselines_sampled = false;
+        }
+      }
       result.grid_knobs += clocks.size();
       continue;
     }
@@ -137,7 +165,12 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     for (double clock : clocks) {
       for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
         workload::Knob knob = baseline_knob(baseline, prepared.space, clock);
-        if (!cache.contains({partition.key, knob})) list.push_back(measure(evaluator, partition, knob, cache));
+        if (cache.contains({partition.key, knob})) continue;
+        if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) {
+          list.push_back(*point);
+        } else {
+          baselines_sampled = false;
+        }
       }
     }
     result.grid_knobs += found.grid_size;
@@ -152,7 +185,9 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
 
-  if (method == Method::kKareus) {
+  if (method == Method::kKareus && baselines_sampled) {
+    // (Without every baseline knob, as from the Kareus artifact's profiles, which never measure
+    // the sequential one, the baselines cannot run, and Kareus plans from what was measured.)
     // The baselines' plans are plans of Kareus's space: map each onto Kareus's options (no slower,
     // no costlier per instruction) and keep whatever is not dominated.
     pipeline::InstructionDag dag(schedule);
@@ -180,7 +215,9 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     for (std::size_t i : pareto_indices(te)) front.push_back(all[i]);
     result.frontier = std::move(front);
   }
-  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before);
+  // Knobs with a cost: a failure, or a knob a table has no sample of, is not a measurement.
+  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before) -
+                        static_cast<std::size_t>(evaluator.failures() - failures_before);
   return result;
 }
 

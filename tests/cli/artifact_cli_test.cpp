@@ -1,0 +1,96 @@
+// The Kareus artifact's formats through the `kareus` command: planning from its profiling tree
+// (the hand-made fixture in tests/evaluate/artifact_tree/) with an account of what was used, a
+// malformed record as one error line and nothing written, and the data/diagnostics split (CSV
+// fields quoted, warnings on stderr).
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.hpp"
+#include "kareus/core/artifact_format.hpp"
+#include "kareus/core/csv.hpp"
+#include "kareus/evaluate/artifact_tree.hpp"
+
+namespace kareus::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFixture = fs::path(KAREUS_TESTS_DIR) / "evaluate" / "artifact_tree";
+
+using ArtifactCli = CliTest;
+
+TEST_F(ArtifactCli, PlansFromAnArtifactTreeAndSaysWhatItUsed) {
+  const CliResult r = run("plan --evaluator artifact:" + kFixture.string() + " --mode exhaustive --out " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "84 records used (bwd_attn 18, bwd_mlp 18, embedding_bwd 3, embedding_fwd 3, fwd_attn 18, "
+                              "fwd_mlp 18, head_bwd 3, head_fwd 3), 3 unusable")) << r.err;
+  EXPECT_TRUE(contains(r.err, "overlap_end linear_1")) << r.err;
+  EXPECT_TRUE(contains(r.err, "no sequential knob")) << r.err;
+  EXPECT_TRUE(contains(r.out, "costs measured")) << r.out;
+  EXPECT_FALSE(contains(r.out, "no sequential knob")) << "the account is a diagnostic: " << r.out;
+  const auto plan = nlohmann::json::parse(slurp(path("out/plan.json")));
+  // The plan's knobs are measured ones: every slot and SM count comes from the tree.
+  for (const auto& stage : plan["stages"]) {
+    for (const auto& ins : stage["instructions"]) {
+      for (const auto& p : ins["knob"]["partitions"]) {
+        EXPECT_NE(p["slot"], "none") << p;
+        EXPECT_TRUE(p["sms"] == 6 || p["sms"] == 12 || p["sms"] == 24) << p;
+      }
+    }
+  }
+  // The measurement count is of knobs with a cost: 84 records, of which the job uses all.
+  const auto summary = nlohmann::json::parse(slurp(path("out/summary.json")));
+  EXPECT_TRUE(contains(summary.dump(), "artifact:")) << summary.dump();
+  EXPECT_TRUE(contains(r.out, "from 84 measurements")) << r.out;
+
+  // And it exports for the artifact's scheduler, in its slot names.
+  const CliResult e = run("export --plan " + path("out/plan.json") + " --format kareus-artifact --out " + path("art"));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_FALSE(contains(slurp(path("art/scheds_pipeline_00000.py")), "act_")) << slurp(path("art/scheds_pipeline_00000.py"));
+}
+
+TEST_F(ArtifactCli, AMalformedRecordIsOneLocatedErrorAndNothingIsWritten) {
+  fs::copy(kFixture, dir_ / "tree", fs::copy_options::recursive);
+  {
+    std::ofstream log(dir_ / "tree" / "fwd_attn" / "eval_results.jsonl", std::ios::app);
+    log << R"({"freq": 1410, "overlap_start": "linear_0", "overlap_end": "none", "sm": 12, "block": 1024, "time_s": -1, "energy_j": 3})"
+        << "\n";
+  }
+  const CliResult r = run("plan --evaluator artifact:" + path("tree") + " --mode exhaustive --out " + path("out"));
+  expect_one_line_error(r, "fwd_attn/eval_results.jsonl:19: field 'time_s'");
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  expect_one_line_error(run("plan --evaluator artifact:" + path("nowhere") + " --out " + path("out")), "is not a directory");
+  expect_one_line_error(run("plan --evaluator lab:x --out " + path("out")), "artifact:DIR");
+}
+
+TEST_F(ArtifactCli, SearchCountsOnlyKnobsWithACostAsMeasured) {
+  const CliResult r = run("search --partition bwd_mlp --evaluator artifact:" + kFixture.string() +
+                          " --clocks 1050:1410:180 --sms 6:24:6 --mode exhaustive --budget 100000 --out " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Grid: 3 clocks x (4 SM levels x 4 slots + the sequential knob) = 51; the tree has 9 + 9 on it.
+  EXPECT_TRUE(contains(r.out, "51 knobs,   18 measured (35.3%), 33 failed or not in the table")) << r.out;
+}
+
+TEST_F(ArtifactCli, CsvFieldsWithCommasAreQuotedAndWarningsGoToStderr) {
+  // A job given by workload flags is named with commas ("TP 8, CP 1, PP 2 ...").
+  const CliResult r = run("compare --model llama-3.2-3b --microbatches 4 --out " + path("cmp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable csv = CsvTable::parse(slurp(path("cmp/compare.csv")), "compare.csv");
+  ASSERT_EQ(csv.header().size(), 6u);
+  const auto report = nlohmann::json::parse(slurp(path("cmp/compare.json")));
+  const std::string name = report["configs"][0]["config"];
+  EXPECT_TRUE(contains(name, ",")) << name;
+  ASSERT_EQ(csv.rows(), 4u);
+  for (std::size_t row = 0; row < csv.rows(); ++row) EXPECT_EQ(csv.text(row, 0), name);
+
+  // A torn journal line is dropped with a warning on stderr; stdout keeps the data.
+  const std::string grid = " --clocks 1200:1410:70 --sms 6:24:6 --budget 20 ";
+  ASSERT_EQ(run("search --partition fwd_mlp" + grid + "--out " + path("s")).exit_code, 0);
+  { std::ofstream(dir_ / "s" / "fwd_mlp.journal.jsonl", std::ios::app) << "{\"freq\": 12"; }
+  const CliResult again = run("search --partition fwd_mlp" + grid + "--out " + path("s"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(contains(again.err, "torn last line")) << again.err;
+  EXPECT_FALSE(contains(again.out, "torn")) << again.out;
+}
+
+}  // namespace
+}  // namespace kareus::testing
