@@ -1,7 +1,7 @@
 // The Kareus artifact's formats through the `kareus` command: planning from its profiling tree
 // (the hand-made fixture in tests/evaluate/artifact_tree/) with an account of what was used, a
-// malformed record as one error line and nothing written, and the data/diagnostics split (CSV
-// fields quoted, warnings on stderr).
+// malformed record as one error line and nothing written, a search resuming from its log, and
+// the data/diagnostics split (CSV fields quoted, warnings on stderr).
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.hpp"
@@ -60,6 +60,43 @@ TEST_F(ArtifactCli, AMalformedRecordIsOneLocatedErrorAndNothingIsWritten) {
   EXPECT_FALSE(fs::exists(dir_ / "out"));
   expect_one_line_error(run("plan --evaluator artifact:" + path("nowhere") + " --out " + path("out")), "is not a directory");
   expect_one_line_error(run("plan --evaluator lab:x --out " + path("out")), "artifact:DIR");
+}
+
+TEST_F(ArtifactCli, SearchResumesFromAnArtifactLogAndAppendsInItsForm) {
+  fs::create_directories(dir_ / "logs" / "fwd_mlp");
+  fs::copy(kFixture / "fwd_mlp" / "eval_results.jsonl", dir_ / "logs" / "fwd_mlp" / "eval_results.jsonl");
+  const std::string grid = " --clocks 1050:1410:180 --sms 6:24:6 --mode exhaustive --budget 100000 ";
+  const CliResult r = run("search --partition fwd_mlp" + grid + "--journal " + path("logs/fwd_mlp/eval_results.jsonl") +
+                          " --out " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "resuming from the artifact's log (18 records")) << r.err;
+  const auto summary = nlohmann::json::parse(slurp(path("out/summary.json")));
+  const auto& part = summary["partitions"]["fwd_mlp"];
+  // The 18 records that lie on this grid (3 clocks, SMs 6/12/24 of 6..24, two slots) were not measured again.
+  EXPECT_EQ(part["measured_this_run"].get<int>() + 18, part["measured_knobs"].get<int>()) << part.dump();
+  // Appended lines are artifact records the artifact's reader (and ours) takes.
+  std::istringstream lines(slurp(path("logs/fwd_mlp/eval_results.jsonl")));
+  std::string line;
+  long number = 0, appended = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    auto parsed = evaluate::parse_artifact_record(line, "log", number, "fwd_mlp");
+    ASSERT_TRUE(std::holds_alternative<evaluate::ArtifactRecord>(parsed)) << line;
+    const auto doc = nlohmann::json::parse(line);
+    EXPECT_FALSE(doc.contains("status")) << line;
+    if (number > 18) {
+      ++appended;
+      EXPECT_FALSE(contains(doc["overlap_start"].get<std::string>(), "act_")) << line;
+    }
+  }
+  EXPECT_EQ(appended, part["measured_this_run"].get<int>());
+
+  // A log in another partition's directory is refused, untouched.
+  const std::string before = slurp(path("logs/fwd_mlp/eval_results.jsonl"));
+  expect_one_line_error(run("search --partition bwd_mlp" + grid + "--journal " + path("logs/fwd_mlp/eval_results.jsonl") +
+                            " --out " + path("out2")),
+                        "partition 'fwd_mlp'");
+  EXPECT_EQ(slurp(path("logs/fwd_mlp/eval_results.jsonl")), before);
 }
 
 TEST_F(ArtifactCli, SearchCountsOnlyKnobsWithACostAsMeasured) {
