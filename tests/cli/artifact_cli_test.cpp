@@ -2,6 +2,8 @@
 // (the hand-made fixture in tests/evaluate/artifact_tree/) with an account of what was used, a
 // malformed record as one error line and nothing written, a search resuming from its log, and
 // the data/diagnostics split (CSV fields quoted, warnings on stderr).
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.hpp"
@@ -105,6 +107,45 @@ TEST_F(ArtifactCli, SearchCountsOnlyKnobsWithACostAsMeasured) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Grid: 3 clocks x (4 SM levels x 4 slots + the sequential knob) = 51; the tree has 9 + 9 on it.
   EXPECT_TRUE(contains(r.out, "51 knobs,   18 measured (35.3%), 33 failed or not in the table")) << r.out;
+}
+
+// A plan solved from the artifact's own instruction profile, whose columns hold its config
+// strings, exports them as they are, each in its field.
+TEST_F(ArtifactCli, ConfigStringsFromAnArtifactProfileSurviveFrontierAndExport) {
+  std::string csv = "stage,instruction,frequency,time,energy,attention_configs,mlp_configs,"
+                    "recompute_attention_configs,recompute_mlp_configs\n";
+  for (int stage = 0; stage < 2; ++stage) {
+    for (int f : {1410, 1200}) {
+      const double slow = 1410.0 / f;
+      const int sms = f == 1410 ? 12 : 6;
+      csv += fmt::format("{},forward,{},{},{},linear_0-none-{}-1024,activation_0-none-{}-1024,,\n", stage, f,
+                         0.05 * slow, 12.0 / slow, sms, sms + stage);
+      csv += fmt::format("{},backward,{},{},{},attn_0-none-{}-1024,linear_1-none-{}-1024,norm_0-none-{}-1024,"
+                         "rope_0-none-{}-1024\n",
+                         stage, f, 0.1 * slow, 25.0 / slow, sms, sms + 1, sms + 2, sms + 3);
+    }
+  }
+  const std::string profile = write("profile.csv", csv);
+  ASSERT_EQ(run("frontier --profile " + profile + " --stages 2 --microbatches 2 --p-blocking 60 --out " + path("f"))
+                .exit_code, 0);
+  const CliResult e =
+      run("export --plan " + path("f/plans.json") + " --index 0 --format kareus-artifact --out " + path("art"));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto plans = nlohmann::json::parse(slurp(path("f/plans.json")));
+  const std::string scheds = slurp(path("art/scheds_pipeline_00000.py"));
+  for (const auto& stage : plans["plans"][0]["stages"]) {
+    for (const auto& ins : stage["instructions"]) {
+      const auto& k = ins["knob"];
+      const std::string tuple =
+          ins["type"] == "forward"
+              ? fmt::format("('forward', '{}', '{}')", k["attention_configs"].get<std::string>(),
+                            k["mlp_configs"].get<std::string>())
+              : fmt::format("('backward', '{}', '{}', '{}', '{}')", k["recompute_attention_configs"].get<std::string>(),
+                            k["recompute_mlp_configs"].get<std::string>(), k["attention_configs"].get<std::string>(),
+                            k["mlp_configs"].get<std::string>());
+      EXPECT_TRUE(contains(scheds, tuple)) << tuple << "\n" << scheds;
+    }
+  }
 }
 
 TEST_F(ArtifactCli, CsvFieldsWithCommasAreQuotedAndWarningsGoToStderr) {

@@ -60,5 +60,15 @@ TEST(ArtifactFields, TupleOrderOfTheArtifactsScheduleItems) {
   EXPECT_EQ(joined(artifact_backward_fields(true)), "bwd_qkv_ar bwd_qkv_rs bwd_a_rs bwd_a_ag bwd_o_ag bwd_o_ar bwd_mlp");
 }
 
+TEST(ArtifactFields, ProfileColumnsNameTheirPartitions) {
+  EXPECT_EQ(artifact_profile_field("attention_configs", false), "fwd_attn");
+  EXPECT_EQ(artifact_profile_field("attention_configs", true), "bwd_attn");
+  EXPECT_EQ(artifact_profile_field("mlp_configs", true), "bwd_mlp");
+  EXPECT_EQ(artifact_profile_field("recompute_mlp_configs", true), "fwd_mlp");
+  EXPECT_EQ(artifact_profile_field("bwd_qkv_rs", true), "bwd_qkv_rs");
+  EXPECT_FALSE(artifact_profile_field("note", false).has_value());
+  EXPECT_FALSE(artifact_profile_field("energy", true).has_value());
+}
+
 }  // namespace
 }  // namespace kareus

@@ -119,6 +119,24 @@ TEST(Export, ConfigStringsFromAnArtifactProfilePassThrough) {
   }
 }
 
+// The artifact's TP profile CSV names its config columns attention_configs, mlp_configs and
+// recompute_*; a backward's own columns are its bwd_ partitions, the recompute ones its fwd_.
+TEST(Export, TheArtifactsProfileColumnsMapToTheirPartitions) {
+  Plan plan = two_stage_plan(false);
+  for (auto& stage : plan.stages) {
+    stage[0].knob = {{"attention_configs", "linear_0-none-12-1024"}, {"mlp_configs", "norm_0-none-20-1024"},
+                     {"recompute_attention_configs", ""}, {"recompute_mlp_configs", ""}};
+    stage[1].knob = {{"attention_configs", "linear_1-none-3-1024"}, {"mlp_configs", "activation_0-none-9-1024"},
+                     {"recompute_attention_configs", "attn_0-none-6-1024"},
+                     {"recompute_mlp_configs", "linear_0-none-24-1024"}};
+  }
+  const std::string line =
+      "    [('forward', 'linear_0-none-12-1024', 'norm_0-none-20-1024'), "
+      "('backward', 'attn_0-none-6-1024', 'linear_0-none-24-1024', 'linear_1-none-3-1024', "
+      "'activation_0-none-9-1024')],\n";
+  EXPECT_EQ(kareus_artifact_scheds(plan), "[\n" + line + line + "]\n");
+}
+
 TEST(Export, KnobsTheArtifactCannotHoldAreErrorsNamingTheInstruction) {
   auto message_of = [](const Plan& plan) {
     try {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <utility>
@@ -87,6 +88,20 @@ std::span<const std::string_view> artifact_forward_fields(bool cp) {
 std::span<const std::string_view> artifact_backward_fields(bool cp) {
   if (cp) return kCpBackward;
   return kTpBackward;
+}
+
+std::optional<std::string> artifact_profile_field(std::string_view column, bool backward) {
+  const std::string_view own = backward ? "bwd_" : "fwd_";
+  if (column == "attention_configs") return fmt::format("{}attn", own);
+  if (column == "mlp_configs") return fmt::format("{}mlp", own);
+  if (column == "recompute_attention_configs") return std::string("fwd_attn");
+  if (column == "recompute_mlp_configs") return std::string("fwd_mlp");
+  for (bool cp : {false, true}) {
+    for (auto fields : {artifact_forward_fields(cp), artifact_backward_fields(cp)}) {
+      if (std::find(fields.begin(), fields.end(), column) != fields.end()) return std::string(column);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace kareus

@@ -49,4 +49,11 @@ std::optional<ArtifactCommConfig> parse_artifact_config(std::string_view text);
 std::span<const std::string_view> artifact_forward_fields(bool cp);
 std::span<const std::string_view> artifact_backward_fields(bool cp);
 
+// The partition key a column of the artifact's instruction profile CSV holds configs of: its
+// TP-only profiles name them attention_configs, mlp_configs (the instruction's own: fwd_ or
+// bwd_ by `backward`), recompute_attention_configs and recompute_mlp_configs (a checkpointed
+// backward's recomputed forward); its CP profiles use the partition keys themselves. nullopt for
+// any other column.
+std::optional<std::string> artifact_profile_field(std::string_view column, bool backward);
+
 }  // namespace kareus

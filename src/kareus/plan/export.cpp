@@ -71,18 +71,21 @@ FieldConfigs field_configs(const PlannedInstruction& ins, const std::string& whe
     return out;
   }
   // A knob carried from a profile whose columns already hold the artifact's config strings
-  // (e.g. {"fwd_attn": "linear_0-none-12-1024", ...}): passed through as written.
+  // (e.g. {"attention_configs": "linear_0-none-12-1024", ...} or {"fwd_qkv_ar": ...}): passed
+  // through as written, each under the partition its column names.
   if (knob.is_object() && !knob.empty()) {
-    for (const auto& [key, value] : knob.items()) {
+    const bool backward = ins.type == pipeline::InstructionType::kBackward;
+    for (const auto& [column, value] : knob.items()) {
       // Columns that are no schedule field, and fields this instruction leaves empty, are not ours.
-      if (!value.is_string() || !(is_field(key, false) || is_field(key, true))) continue;
+      const std::optional<std::string> key = artifact_profile_field(column, backward);
+      if (!value.is_string() || !key || (!backward && key->starts_with("bwd_"))) continue;
       const std::string text = value.get<std::string>();
       if (text.empty()) continue;
       if (!parse_artifact_config(text)) {
-        throw InputError({where, 0, 0, fmt::format("knob.{}", key)},
+        throw InputError({where, 0, 0, fmt::format("knob.{}", column)},
                          fmt::format("'{}' is not an artifact config string (<start>-<end>-<SMs>-<block>)", text));
       }
-      add_field(out, key, text, where);
+      add_field(out, *key, text, where);
     }
     if (!out.empty()) return out;
   }
