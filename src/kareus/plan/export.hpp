@@ -18,9 +18,11 @@
 // A plan's instruction knob, when it has per-partition settings, is either ours:
 //   {"partitions": [{"key": "fwd_attn", "sms": 12, "slot": "linear_1"}, ...],
 //    "recompute": [...]}   // recompute only for checkpointed backwards, under forward keys
-// or one carried from a profile whose columns already hold the artifact's config strings, by
-// field name: {"fwd_attn": "linear_0-none-12-1024", "fwd_mlp": "...", ...} (a checkpointed
-// backward has the fwd_ fields too); those strings are written as they are.
+// or one carried from the artifact's instruction profile, whose columns already hold its config
+// strings: {"attention_configs": "linear_0-none-12-1024", "mlp_configs": "...",
+// "recompute_attention_configs": ..., "recompute_mlp_configs": ...} (TP) or the partition keys
+// themselves (CP; core/artifact_format.hpp's artifact_profile_field); those strings are written
+// as they are.
 #pragma once
 
 #include <filesystem>
