@@ -34,7 +34,7 @@ TEST(ArtifactTree, ReadsTheFixtureRecordByRecord) {
   ASSERT_EQ(tree.unusable.size(), 3u);
   for (const auto& u : tree.unusable) EXPECT_EQ(u.partition, "bwd_mlp");
   EXPECT_TRUE(contains(tree.unusable[0].reason, "overlap_end linear_1")) << tree.unusable[0].reason;
-  EXPECT_TRUE(contains(tree.unusable[1].reason, "op index 2")) << tree.unusable[1].reason;
+  EXPECT_TRUE(contains(tree.unusable[1].reason, "legacy op-index window (2, -1)")) << tree.unusable[1].reason;
   EXPECT_TRUE(contains(tree.unusable[2].reason, "repeats the knob of")) << tree.unusable[2].reason;
   EXPECT_TRUE(contains(tree.unusable[2].where, "eval_results.jsonl:21")) << tree.unusable[2].where;
   // The artifact's activation_0 is our act_0, and nothing else keeps the artifact's name.

@@ -38,17 +38,18 @@ constexpr NonPartitionFile kNonPartitionFiles[] = {
 struct SlotField {
   std::string name;  // ours; empty when it is an op index other than -1
   std::string written;
+  bool index = false;  // the legacy form
 };
 
 SlotField slot_field(const nlohmann::json& value, const InputLocation& where) {
   if (value.is_string()) {
     const std::string text = value.get<std::string>();
     if (text.empty()) throw InputError(where, "is empty; expected a slot name or \"none\"");
-    return {from_artifact_slot(text), text};
+    return {from_artifact_slot(text), text, false};
   }
   if (value.is_number_integer()) {
     const long index = value.get<long>();
-    return {index == -1 ? std::string(workload::kSequentialSlot) : std::string(), std::to_string(index)};
+    return {index == -1 ? std::string(workload::kSequentialSlot) : std::string(), std::to_string(index), true};
   }
   throw InputError(where, fmt::format("expected a slot name or an op index, got {}", value.dump()));
 }
@@ -192,14 +193,17 @@ std::variant<ArtifactRecord, UnusableRecord> parse_artifact_record(const std::st
   integer_of("block");  // the collective's threads per block: the artifact's, not a Kareus knob
   const double t = number_of("time_s"), e = number_of("energy_j");
   const std::string where = fmt::format("{}:{}", file, number);
+  // A legacy window of op indices of the artifact's op list (e.g. (0, 6): launch before op 0, sync
+  // before op 6); only (-1, -1), not overlapped, has a Kareus knob.
+  if ((start.index || end.index) && (start.name.empty() || end.name != workload::kSequentialSlot)) {
+    return UnusableRecord{partition, where,
+                          fmt::format("the legacy op-index window ({}, {}) names no launch slot Kareus can match",
+                                      start.written, end.written)};
+  }
   if (end.name != workload::kSequentialSlot) {
     return UnusableRecord{partition, where,
                           fmt::format("overlap_end {} syncs the collective at a given op, which no Kareus knob does",
                                       end.written)};
-  }
-  if (start.name.empty()) {
-    return UnusableRecord{partition, where,
-                          fmt::format("overlap_start is the op index {}, not a slot name Kareus can match", start.written)};
   }
   return ArtifactRecord{partition, {freq, sm, start.name}, t, e, where};
 }

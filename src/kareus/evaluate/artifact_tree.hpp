@@ -10,7 +10,7 @@
 //
 // Every record is used or reported unusable with its reason:
 // - a record whose overlap_end is not none (the collective synced at a given op, which no Kareus
-//   knob does), or whose overlap_start is an op index other than -1 (no slot name to match ours);
+//   knob does), or a legacy window of op indices other than (-1, -1) (no slot name to match ours);
 // - a repeated knob (the artifact itself keeps the first);
 // - a non-partition CSV that no Kareus key takes, or half of head_fwd (postprocess + loss) without
 //   the other half at that clock.
