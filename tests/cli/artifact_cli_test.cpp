@@ -101,12 +101,27 @@ TEST_F(ArtifactCli, SearchResumesFromAnArtifactLogAndAppendsInItsForm) {
   EXPECT_EQ(slurp(path("logs/fwd_mlp/eval_results.jsonl")), before);
 }
 
-TEST_F(ArtifactCli, SearchCountsOnlyKnobsWithACostAsMeasured) {
+TEST_F(ArtifactCli, SearchOnATableMeasuresOnlyItsKnobsAndSaysSo) {
   const CliResult r = run("search --partition bwd_mlp --evaluator artifact:" + kFixture.string() +
-                          " --clocks 1050:1410:180 --sms 6:24:6 --mode exhaustive --budget 100000 --out " + path("out"));
+                          " --clocks 1050:1410:180 --sms 6:24:6 --mode exhaustive --out " + path("out"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // Grid: 3 clocks x (4 SM levels x 4 slots + the sequential knob) = 51; the tree has 9 + 9 on it.
-  EXPECT_TRUE(contains(r.out, "51 knobs,   18 measured (35.3%), 33 failed or not in the table")) << r.out;
+  // Grid: 3 clocks x (4 SM levels x 4 slots + the sequential knob) = 51; the tree has 9 + 9 on it
+  // (SMs 6, 12 and 24 of 6..24), and the search asks for those alone.
+  EXPECT_TRUE(contains(r.out, "18 knobs in the table (of 51 on the grid),   18 measured (100.0%), ")) << r.out;
+  EXPECT_FALSE(contains(r.out, "failed")) << r.out;
+  const auto part = nlohmann::json::parse(slurp(path("out/summary.json")))["partitions"]["bwd_mlp"];
+  EXPECT_EQ(part["space_size"], 18);
+  EXPECT_EQ(part["grid_size"], 51);
+  EXPECT_EQ(part["failed"], 0);
+
+  // MOBO likewise: its default budget is a share of the table, and nothing it asks for fails.
+  const CliResult m = run("search --partition all --evaluator artifact:" + kFixture.string() + " --out " + path("mobo"));
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  for (const auto& [key, p] : nlohmann::json::parse(slurp(path("mobo/summary.json")))["partitions"].items()) {
+    EXPECT_EQ(p["failed"], 0) << key;
+    EXPECT_EQ(p["space_size"], (key.starts_with("fwd_") || key.starts_with("bwd_")) ? 18 : 3)
+        << key;
+  }
 }
 
 // A plan solved from the artifact's own instruction profile, whose columns hold its config

@@ -194,7 +194,7 @@ int run_search_command(const SearchFlags& flags) {
   std::vector<search::PreparedSearch> prepared;
   std::vector<std::filesystem::path> journals;
   for (const workload::Partition* p : chosen) {
-    prepared.push_back(search::prepare_search(*p, w.gpu, options));
+    prepared.push_back(search::prepare_search(*p, evaluator, options));
     journals.push_back(journal_path(flags, p->key, chosen.size() > 1));
     search::Journal::check(journals.back(), {identity, p->key, evaluator.name()});
   }
@@ -224,6 +224,8 @@ int run_search_command(const SearchFlags& flags) {
     outputs.emplace_back(key + ".effective.frontier.csv", search::frontier_csv(r.effective_frontier));
     summary_parts[key] = {
         {"grid_size", r.grid_size},
+        {"space", r.restricted ? "the evaluator's knobs on the grid" : "the grid"},
+        {"space_size", r.space_size},
         {"budget", r.budget},
         {"measurements", r.outcome.measurements.size()},
         {"measured_knobs", r.successful.size()},
@@ -238,15 +240,16 @@ int run_search_command(const SearchFlags& flags) {
                                         {"energy_j", r.hypervolume.reference.energy_j}}}}},
         {"journal", journals[i].string()},
     };
-    // Measured = knobs of the grid with a result; a failure (or a knob a table has no sample of)
-    // is not measured.
+    // Measured = knobs of the space with a result; a failure is not measured. A table's space is
+    // its knobs on the grid.
     const std::size_t measured = r.successful.size();
-    fmt::print("  {:<14} {:>5} knobs, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective "
-               "frontier, stop: {}\n",
-               key, r.grid_size, measured,
-               100.0 * static_cast<double>(measured) / static_cast<double>(std::max<std::size_t>(1, r.grid_size)),
-               r.failed ? fmt::format(", {} failed or not in the table", r.failed) : "", r.frontier.size(),
-               r.effective_frontier.size(), search::to_string(r.outcome.stop));
+    const std::string space = r.restricted ? fmt::format("{:>5} knobs in the table (of {} on the grid)", r.space_size, r.grid_size)
+                                           : fmt::format("{:>5} knobs", r.space_size);
+    fmt::print("  {:<14} {}, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective frontier, stop: {}\n",
+               key, space, measured,
+               100.0 * static_cast<double>(measured) / static_cast<double>(std::max<std::size_t>(1, r.space_size)),
+               r.failed ? fmt::format(", {} failed", r.failed) : "", r.frontier.size(), r.effective_frontier.size(),
+               search::to_string(r.outcome.stop));
   }
 
   nlohmann::ordered_json summary;
@@ -280,7 +283,7 @@ Action register_search(CLI::App& app) {
   cmd->add_option("--mode", flags->mode, "mobo (multi-pass Bayesian optimisation) or exhaustive")->capture_default_str();
   cmd->add_option("--budget", flags->budget,
                   "Measurements per partition, the journal's included (default: mobo 15% of the grid, at least the "
-                  "initial design; exhaustive the whole grid)");
+                  "initial design; exhaustive the whole grid; with a table evaluator, of its knobs on the grid)");
   cmd->add_option("--batch", flags->batch, "Knobs chosen per MOBO batch (measured in parallel when the evaluator allows)")
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "Seed of the initial design")->capture_default_str();

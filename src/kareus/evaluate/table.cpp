@@ -36,6 +36,15 @@ std::map<std::string, std::vector<workload::Knob>> TableEvaluator::knobs_by_part
   return out;
 }
 
+std::optional<std::vector<workload::Knob>> TableEvaluator::known_knobs(const workload::Partition& partition) const {
+  std::vector<workload::Knob> out;
+  for (auto it = table_.lower_bound({partition.key, std::numeric_limits<double>::lowest(), std::numeric_limits<int>::min(), ""});
+       it != table_.end() && std::get<0>(it->first) == partition.key; ++it) {
+    out.push_back({std::get<1>(it->first), std::get<2>(it->first), std::get<3>(it->first)});
+  }
+  return out;
+}
+
 void TableEvaluator::add_sample(const std::string& partition_key, const workload::Knob& knob,
                                 double time_s, double energy_j) {
   if (!(std::isfinite(time_s) && time_s >= 0 && std::isfinite(energy_j) && energy_j >= 0)) {

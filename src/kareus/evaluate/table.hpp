@@ -63,6 +63,9 @@ class TableEvaluator final : public EvaluatorImpl {
   const hardware::GpuSpec& gpu() const override { return gpu_; }
   EvalResult evaluate(const workload::Partition& partition,
                       const workload::Knob& knob) const override;
+  // The distinct knobs sampled for the partition's key, as they were recorded (for a partition
+  // without launch slots a sample at a clock answers that clock whatever its SMs, see above).
+  std::optional<std::vector<workload::Knob>> known_knobs(const workload::Partition& partition) const override;
 
  private:
   void add_csv(const std::filesystem::path& path, const std::optional<std::string>& partition_key);

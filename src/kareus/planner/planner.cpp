@@ -151,7 +151,7 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
       result.grid_knobs += clocks.size();
       continue;
     }
-    search::PreparedSearch prepared = search::prepare_search(partition, evaluator.gpu(), options.search);
+    search::PreparedSearch prepared = search::prepare_search(partition, evaluator, options.search);
     std::optional<std::filesystem::path> journal;
     if (options.journal_dir) journal = *options.journal_dir / (partition.key + ".journal.jsonl");
     search::PartitionSearchResult found =
@@ -173,9 +173,10 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
         }
       }
     }
-    result.grid_knobs += found.grid_size;
+    result.grid_knobs += found.space_size;
     if (options.progress) {
-      options.progress(fmt::format("{}: {} of {} knobs measured", partition.key, found.successful.size(), found.grid_size));
+      options.progress(fmt::format("{}: {} of {} knobs{} measured", partition.key, found.successful.size(),
+                                   found.space_size, found.restricted ? " in the table" : ""));
     }
   }
 
