@@ -124,6 +124,30 @@ TEST_F(ArtifactCli, SearchOnATableMeasuresOnlyItsKnobsAndSaysSo) {
   }
 }
 
+TEST_F(ArtifactCli, EvaluateReadsOneKnobFromAnArtifactTree) {
+  const CliResult r = run("evaluate --partition fwd_mlp --freq 1230 --sms 12 --slot act_0 --evaluator artifact:" +
+                          kFixture.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The fixture's record of that knob, in the artifact's name for the slot.
+  std::istringstream lines(slurp(kFixture / "fwd_mlp" / "eval_results.jsonl"));
+  std::string line;
+  std::optional<nlohmann::json> record;
+  while (std::getline(lines, line)) {
+    const auto doc = nlohmann::json::parse(line);
+    if (doc["freq"] == 1230 && doc["sm"] == 12 && doc["overlap_start"] == "activation_0") record = doc;
+  }
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(contains(r.out, fmt::format("{:10.4f} ms", (*record)["time_s"].get<double>() * 1e3))) << r.out;
+  EXPECT_TRUE(contains(r.out, fmt::format("{:10.4f} J per GPU", (*record)["energy_j"].get<double>()))) << r.out;
+  EXPECT_TRUE(contains(r.out, "artifact:")) << r.out;
+  // A knob the tree lacks: exit 2, the error the last line after the tree's account.
+  const CliResult missing =
+      run("evaluate --partition fwd_mlp --freq 1200 --sms 12 --slot act_0 --evaluator artifact:" + kFixture.string());
+  EXPECT_EQ(missing.exit_code, 2);
+  const std::string last = missing.err.substr(missing.err.rfind('\n', missing.err.size() - 2) + 1);
+  EXPECT_TRUE(last.starts_with("kareus: error: ") && contains(last, "was not measured")) << missing.err;
+}
+
 // A plan solved from the artifact's own instruction profile, whose columns hold its config
 // strings, exports them as they are, each in its field.
 TEST_F(ArtifactCli, ConfigStringsFromAnArtifactProfileSurviveFrontierAndExport) {
