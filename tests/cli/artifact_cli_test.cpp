@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_fixture.hpp"
 #include "kareus/core/artifact_format.hpp"
@@ -146,6 +147,66 @@ TEST_F(ArtifactCli, EvaluateReadsOneKnobFromAnArtifactTree) {
   EXPECT_EQ(missing.exit_code, 2);
   const std::string last = missing.err.substr(missing.err.rfind('\n', missing.err.size() - 2) + 1);
   EXPECT_TRUE(last.starts_with("kareus: error: ") && contains(last, "was not measured")) << missing.err;
+}
+
+// compare from an artifact tree: every method the tree can cost runs; the others are left out with
+// the reason, on stdout and in compare.json; the iso figures are against the reference that ran.
+TEST_F(ArtifactCli, CompareRunsWhatTheTreeSupportsAndSaysWhatItLeftOut) {
+  const CliResult r = run("compare --evaluator artifact:" + kFixture.string() + " --out " + path("cmp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Perseus left out: artifact:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "the Kareus artifact never measures it")) << r.out;
+  EXPECT_TRUE(contains(r.out, "no iso figures: no baseline could run")) << r.out;
+  const auto config = nlohmann::json::parse(slurp(path("cmp/compare.json")))["configs"][0];
+  ASSERT_EQ(config["methods"].size(), 1u) << config.dump();
+  EXPECT_EQ(config["methods"][0]["method"], "Kareus");
+  EXPECT_TRUE(config["methods"][0]["iso_time_energy_reduction_pct"].is_null());
+  EXPECT_TRUE(config["reference"].is_null());
+  std::set<std::string> left;
+  for (const auto& l : config["left_out"]) {
+    left.insert(l["method"].get<std::string>());
+    EXPECT_TRUE(contains(l["reason"].get<std::string>(), l["method"] == "Nanobatching+Perseus" ? "nanobatching knob"
+                                                                                                : "sequential knob"))
+        << l.dump();
+  }
+  EXPECT_EQ(left, (std::set<std::string>{"Megatron-LM", "Perseus", "Nanobatching+Perseus"}));
+  const CsvTable csv = CsvTable::parse(slurp(path("cmp/compare.csv")), "compare.csv");
+  ASSERT_EQ(csv.rows(), 1u);
+  EXPECT_EQ(csv.text(0, 1), "Kareus");
+}
+
+TEST_F(ArtifactCli, CompareRunsNanobatchingWhereTheTreeHoldsItsKnob) {
+  // The tree plus the nanobatching knob (collective at the first slot, norm_0, with 21 SMs: the
+  // grid's level nearest the library's 20) of every layer partition at the tree's three clocks.
+  fs::copy(kFixture, dir_ / "tree", fs::copy_options::recursive);
+  for (const char* key : {"fwd_attn", "fwd_mlp", "bwd_mlp", "bwd_attn"}) {
+    std::ofstream log(dir_ / "tree" / key / "eval_results.jsonl", std::ios::app);
+    for (int f : {1410, 1230, 1050}) {
+      log << fmt::format(R"({{"freq": {}, "overlap_start": "norm_0", "overlap_end": "none", "sm": 21, "block": 1024, )"
+                         R"("time_s": {:.6f}, "energy_j": {:.4f}}})",
+                         f, 0.03 * 1410.0 / f, 9.0 * f / 1410.0 + 3.0)
+          << "\n";
+    }
+  }
+  const CliResult r = run("compare --evaluator artifact:" + path("tree") + " --out " + path("cmp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "iso figures against Nanobatching+Perseus's frontier (Perseus left out)")) << r.out;
+  const auto config = nlohmann::json::parse(slurp(path("cmp/compare.json")))["configs"][0];
+  EXPECT_EQ(config["reference"], "Nanobatching+Perseus");
+  ASSERT_EQ(config["methods"].size(), 2u) << config.dump();
+  const auto& nb = config["methods"][0];
+  const auto& kareus = config["methods"][1];
+  EXPECT_EQ(nb["method"], "Nanobatching+Perseus");
+  EXPECT_EQ(nb["clocks_mhz"], nlohmann::json::parse("[1050.0, 1230.0, 1410.0]")) << nb["clocks_mhz"];
+  EXPECT_TRUE(nb["iso_time_energy_reduction_pct"].is_null());
+  EXPECT_EQ(kareus["method"], "Kareus");
+  // Kareus's options include the nanobatching knobs, so its frontier weakly dominates the baseline's.
+  EXPECT_GE(kareus["iso_time_energy_reduction_pct"].get<double>(), -1e-9);
+  EXPECT_GE(kareus["iso_energy_time_reduction_pct"].get<double>(), -1e-9);
+  EXPECT_LE(kareus["max_throughput_time_s"].get<double>(), nb["max_throughput_time_s"].get<double>() * (1 + 1e-9));
+  std::set<std::string> left;
+  for (const auto& l : config["left_out"]) left.insert(l["method"].get<std::string>());
+  EXPECT_EQ(left, (std::set<std::string>{"Megatron-LM", "Perseus"}));
 }
 
 // A plan solved from the artifact's own instruction profile, whose columns hold its config

@@ -1,7 +1,13 @@
 // `kareus compare`: Megatron-LM, Perseus, Nanobatching+Perseus and Kareus on the same evaluator,
-// for one job or for the ten configurations of the Kareus evaluation.
+// for one job or for the ten configurations of the Kareus evaluation. A method the evaluator
+// cannot cost (a table without a baseline's knobs, as the Kareus artifact's tree lacks the
+// sequential one) is left out with the reason, in stdout and compare.json; the iso figures are
+// then against the first baseline that ran (Perseus, else Nanobatching+Perseus, else Megatron-LM).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
@@ -67,26 +73,53 @@ int run_compare(CompareFlags& flags) {
   nlohmann::json report = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
                            {"gpu", gpu.name}, {"configs", nlohmann::json::array()}};
   std::vector<std::pair<std::string, std::string>> plots;
+  std::vector<std::string> notes;  // per config: methods left out, and the reference of the iso figures
   for (const planner::Job& job : jobs) {
     spdlog::info("{}: running the four methods", job.name);
     report_sample_use(evaluator, planner::job_partitions(job));
+    // Every method the evaluator can cost; a table may lack a baseline's knobs (the Kareus
+    // artifact never measures the sequential one), and then the method is left out, with why.
     std::vector<planner::MethodResult> results;
-    for (planner::Method m : planner::kAllMethods) results.push_back(planner::run_method(m, job, evaluator, options));
-    const std::vector<TimeEnergy> perseus = results[1].points();
-    const std::vector<TimeEnergy> perseus10 = sample_evenly(perseus, 10);
+    nlohmann::json left_out = nlohmann::json::array();
+    for (planner::Method m : planner::kAllMethods) {
+      if (auto reason = planner::unsupported_reason(m, job, evaluator, options)) {
+        left_out.push_back({{"method", planner::to_string(m)}, {"reason", *reason}});
+        notes.push_back(fmt::format("{}: {} left out: {}", job.name, planner::to_string(m), *reason));
+        continue;
+      }
+      results.push_back(planner::run_method(m, job, evaluator, options));
+    }
+    // Iso figures against Perseus's frontier, or the first baseline that ran when it did not.
+    std::optional<planner::Method> reference;
+    for (planner::Method m : {planner::Method::kPerseus, planner::Method::kNanobatching, planner::Method::kMegatron}) {
+      if (!reference && std::any_of(results.begin(), results.end(), [&](const auto& r) { return r.method == m; })) reference = m;
+    }
+    std::vector<TimeEnergy> ref_points, ref10;
+    if (reference) {
+      for (const auto& r : results) {
+        if (r.method == *reference) ref_points = r.points();
+      }
+      ref10 = sample_evenly(ref_points, 10);
+    }
+    const std::string reference_name = reference ? std::string(planner::to_string(*reference)) : "";
+    if (reference && *reference != planner::Method::kPerseus) {
+      notes.push_back(fmt::format("{}: iso figures against {}'s frontier (Perseus left out)", job.name, reference_name));
+    } else if (!reference) {
+      notes.push_back(fmt::format("{}: no iso figures: no baseline could run", job.name));
+    }
     nlohmann::json config = {{"config", job.name}, {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
-                             {"methods", nlohmann::json::array()}};
+                             {"reference", reference ? nlohmann::json(reference_name) : nlohmann::json()},
+                             {"left_out", std::move(left_out)}, {"methods", nlohmann::json::array()}};
     std::vector<report::PlotSeries> series;
     for (const planner::MethodResult& r : results) {
       const std::vector<TimeEnergy> points = r.points();
       const std::vector<TimeEnergy> points10 = sample_evenly(points, 10);
-      const bool reference = r.method == planner::Method::kPerseus;
       std::optional<double> iso_time, iso_energy, iso_time10, iso_energy10;
-      if (!reference) {
-        iso_time = iso_time_energy_reduction_pct(points, perseus);
-        iso_energy = iso_energy_time_reduction_pct(points, perseus);
-        iso_time10 = iso_time_energy_reduction_pct(points10, perseus10);
-        iso_energy10 = iso_energy_time_reduction_pct(points10, perseus10);
+      if (reference && r.method != *reference) {
+        iso_time = iso_time_energy_reduction_pct(points, ref_points);
+        iso_energy = iso_energy_time_reduction_pct(points, ref_points);
+        iso_time10 = iso_time_energy_reduction_pct(points10, ref10);
+        iso_energy10 = iso_energy_time_reduction_pct(points10, ref10);
       }
       csv += fmt::format("{},{},{:.6f},{:.3f},{},{}\n", csv_field(job.name), csv_field(planner::to_string(r.method)),
                          points.front().time_s, points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy));
@@ -102,7 +135,9 @@ int run_compare(CompareFlags& flags) {
           {"iso_energy_time_reduction_pct_10_points", optional_json(iso_energy10)},
           {"measurements", r.measurements},
           {"frontier", std::move(frontier)}};
-      if (r.method == planner::Method::kKareus) {
+      if (r.method != planner::Method::kKareus) {
+        entry["clocks_mhz"] = planner::method_clocks_mhz(r.method, job, evaluator, options);  // a table's may be few
+      } else {
         entry["max_throughput_sequential_share"] = sequential_share(planner::make_plan(r, job, r.frontier.front()));
       }
       config["methods"].push_back(std::move(entry));
@@ -119,8 +154,10 @@ int run_compare(CompareFlags& flags) {
   write_file_atomic(dir / "compare.json", report.dump(1) + "\n");
   for (const auto& [name, svg] : plots) write_file_atomic(dir / name, svg);
   fmt::print("{}", csv);
-  fmt::print("({}; iso figures against Perseus's frontier; wrote {}/compare.csv, compare.json{})\n",
-             provenance_note(evaluator), dir.string(), plots.empty() ? "" : " and one SVG per config");
+  for (const std::string& note : notes) fmt::print("{}\n", note);
+  fmt::print("({}; iso figures against Perseus's frontier{}; wrote {}/compare.csv, compare.json{})\n",
+             provenance_note(evaluator), notes.empty() ? "" : " unless said above", dir.string(),
+             plots.empty() ? "" : " and one SVG per config");
   return 0;
 }
 

@@ -249,8 +249,8 @@ std::vector<std::string> ArtifactTree::account() const {
   if (!without.empty()) {
     out.push_back(fmt::format(
         "  no sequential knob (overlap_start none) for {}: the artifact does not measure it, so Kareus plans from "
-        "the overlapped knobs measured here, without the sequential and nanobatching baselines' options; "
-        "kareus compare cannot run Megatron-LM, Perseus or Nanobatching+Perseus from this tree",
+        "the overlapped knobs measured here, without the sequential baseline's options; kareus compare leaves "
+        "out Megatron-LM and Perseus (and Nanobatching+Perseus where the tree lacks its knob) and says so",
         fmt::join(without, ", ")));
   }
   for (const auto& e : other_entries) out.push_back(fmt::format("  not read: {}", e));

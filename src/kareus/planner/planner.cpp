@@ -1,6 +1,7 @@
 #include "kareus/planner/planner.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -54,6 +55,22 @@ std::optional<compose::PartitionPoint> measure_if_sampled(const evaluate::Evalua
 workload::Knob baseline_knob(Method method, const search::KnobSpace& space, double freq_mhz) {
   std::size_t index = method == Method::kNanobatching ? space.nanobatching_knob(freq_mhz) : space.sequential_knob(freq_mhz);
   return space.knob(index);
+}
+
+// Whether the evaluator can cost the baseline's knob of `partition` at each of `clocks`: always,
+// unless it holds a finite set of knobs (a table), read as the search reads it.
+std::vector<bool> baseline_knob_held(Method method, const workload::Partition& partition,
+                                     const evaluate::Evaluator& evaluator, const search::GridOptions& grid,
+                                     const std::vector<double>& clocks) {
+  std::vector<bool> held(clocks.size(), true);
+  const auto known = evaluator.known_knobs(partition);
+  if (!known) return held;
+  const search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), grid).restricted_to(*known);
+  const Method knobs = method == Method::kNanobatching ? method : Method::kPerseus;
+  for (std::size_t c = 0; c < clocks.size(); ++c) {
+    held[c] = space.available(knobs == Method::kNanobatching ? space.nanobatching_knob(clocks[c]) : space.sequential_knob(clocks[c]));
+  }
+  return held;
 }
 
 nlohmann::json identity(const Job& job, const evaluate::Evaluator& evaluator) {
@@ -118,6 +135,60 @@ std::vector<workload::Partition> job_partitions(const Job& job) {
   return partitions;
 }
 
+std::vector<double> method_clocks_mhz(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                      const PlannerOptions& options) {
+  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kKareus) return clocks;
+  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  std::vector<bool> all(clocks.size(), true);
+  for (const workload::Partition& p : job_partitions(job)) {
+    const std::vector<bool> held = baseline_knob_held(method, p, evaluator, options.search.grid, clocks);
+    for (std::size_t c = 0; c < clocks.size(); ++c) all[c] = all[c] && held[c];
+  }
+  std::vector<double> out;
+  for (std::size_t c = 0; c < clocks.size(); ++c) {
+    if (all[c]) out.push_back(clocks[c]);
+  }
+  return out;
+}
+
+std::optional<std::string> unsupported_reason(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                              const PlannerOptions& options) {
+  if (method == Method::kKareus || !method_clocks_mhz(method, job, evaluator, options).empty()) return std::nullopt;
+  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  // The partitions that lack the knob at every clock, or else those that lack it somewhere.
+  std::vector<std::string> never, somewhere;
+  bool any_sequential = false;
+  for (const workload::Partition& p : job_partitions(job)) {
+    const std::vector<bool> held = baseline_knob_held(method, p, evaluator, options.search.grid, clocks);
+    const auto count = std::count(held.begin(), held.end(), true);
+    if (count == 0) never.push_back(p.key);
+    if (count > 0 && count < static_cast<long>(held.size())) somewhere.push_back(p.key);
+    if (const auto known = evaluator.known_knobs(p); known && p.collective && !p.slots.empty()) {
+      for (const workload::Knob& k : *known) any_sequential = any_sequential || k.sequential();
+    }
+  }
+  std::string knob;
+  if (method == Method::kNanobatching) {
+    knob = fmt::format("nanobatching knob (collective launched at the first slot with the SM level nearest {})",
+                       search::kDefaultNanobatchingSms);
+  } else {
+    knob = "sequential knob (collective after the compute)";
+  }
+  const std::string where = method == Method::kMegatron ? fmt::format("at {} MHz, the highest clock", clocks.front())
+                                                         : "at any clock of the grid";
+  std::string reason;
+  if (!never.empty()) {
+    reason = fmt::format("{} holds no {} of {} {}", evaluator.name(), knob, fmt::join(never, ", "), where);
+  } else {
+    reason = fmt::format("{} holds the {} of {} at different clocks, none common to all", evaluator.name(), knob,
+                         fmt::join(somewhere, ", "));
+  }
+  if (method != Method::kNanobatching && !any_sequential) reason += "; the Kareus artifact never measures it";
+  return reason;
+}
+
 namespace {
 
 MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evaluator& evaluator,
@@ -128,11 +199,13 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   result.unit_time_s = options.unit_time_s;
   const std::int64_t calls_before = evaluator.calls(), failures_before = evaluator.failures();
   const std::vector<workload::Partition> partitions = job_partitions(job);
-  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
-  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  const std::vector<double> clocks = method_clocks_mhz(method, job, evaluator, options);
+  if (clocks.empty()) {
+    throw InputError({"", 0, 0, "--evaluator"},
+                     fmt::format("{} cannot run: {}", to_string(method), *unsupported_reason(method, job, evaluator, options)));
+  }
 
   compose::PartitionPoints points;
-  bool baselines_sampled = true;  // every baseline knob has a cost (a table may lack some)
   for (const workload::Partition& partition : partitions) {
     auto& list = points[partition.key];
     if (method != Method::kKareus || !partition.collective) {
@@ -144,8 +217,6 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
           list.push_back(measure(evaluator, partition, knob, cache));
         } else if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) {
           list.push_back(*point);
-        } else {
-          baselines_sampled = false;
         }
       }
       result.grid_knobs += clocks.size();
@@ -166,11 +237,7 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
       for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
         workload::Knob knob = baseline_knob(baseline, prepared.space, clock);
         if (cache.contains({partition.key, knob})) continue;
-        if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) {
-          list.push_back(*point);
-        } else {
-          baselines_sampled = false;
-        }
+        if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) list.push_back(*point);
       }
     }
     result.grid_knobs += found.space_size;
@@ -186,14 +253,15 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
 
-  if (method == Method::kKareus && baselines_sampled) {
-    // (Without every baseline knob, as from the Kareus artifact's profiles, which never measure
-    // the sequential one, the baselines cannot run, and Kareus plans from what was measured.)
+  if (method == Method::kKareus) {
     // The baselines' plans are plans of Kareus's space: map each onto Kareus's options (no slower,
-    // no costlier per instruction) and keep whatever is not dominated.
+    // no costlier per instruction) and keep whatever is not dominated. A baseline a table cannot
+    // run (the Kareus artifact's profiles never measure the sequential knob) is left out: Kareus
+    // then plans from what was measured.
     pipeline::InstructionDag dag(schedule);
     std::vector<FrontierPoint> all = result.frontier;
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
+      if (unsupported_reason(baseline, job, evaluator, options)) continue;
       PlannerOptions quiet = options;
       quiet.progress = nullptr;
       MethodResult other = run_with_cache(baseline, job, evaluator, quiet, cache);
