@@ -6,8 +6,9 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost-graph-dev libeigen3-dev libnlopt-cxx-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libspdlog-dev libfmt-dev libtbb-dev
+  libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  pybind11-dev python3-dev python3-pytest
+  pybind11-dev python3-dev python3-pytest python3-venv python3-pip
   gnuplot-nox
 )
 

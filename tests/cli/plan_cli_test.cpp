@@ -133,11 +133,16 @@ TEST_F(CompareCli, FourMethodsAndKareusIsNeverWorse) {
   const auto rows = read_csv_rows(slurp(path("cmp/compare.csv")));
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[0], (std::vector<std::string>{"config", "method", "max_throughput_time_s", "max_throughput_energy_j",
-                                               "iso_time_energy_reduction_pct", "iso_energy_time_reduction_pct"}));
+                                               "iso_time_energy_reduction_pct", "iso_energy_time_reduction_pct",
+                                               "cluster_gpus", "cluster_energy_j"}));
   std::map<std::string, std::vector<std::string>> by_method;
   for (std::size_t i = 1; i < rows.size(); ++i) {
-    ASSERT_EQ(rows[i].size(), 6u);
+    ASSERT_EQ(rows[i].size(), 8u);
     EXPECT_EQ(rows[i][0], "qwen3-1.7b-cp2tp4-mbs8-seq4096");
+    // The whole job: TP 4 × CP 2 × PP 2 × DP 1 GPUs, each stage's 8 drawing like the one the
+    // iteration energy covers.
+    EXPECT_EQ(rows[i][6], "16");
+    EXPECT_NEAR(std::stod(rows[i][7]), 8 * std::stod(rows[i][3]), 0.1 + 1e-6 * std::stod(rows[i][7]));
     by_method[rows[i][1]] = rows[i];
   }
   ASSERT_EQ(by_method.size(), 4u);

@@ -1,6 +1,11 @@
 // The `kareus replay` command end to end: a plan from `kareus frontier` replays through the runtime
-// on fake GPUs with exactly the plan's time and energy; bad input is one line, exit code 2.
+// on fake GPUs with exactly the plan's time and energy; a straggler replay of the real planner's
+// frontier saves energy; bad input is one line, exit code 2.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <vector>
 
 #include "cli_fixture.hpp"
 
@@ -75,6 +80,59 @@ TEST_F(ReplayCli, BadInputIsOneLineAndExitCode2) {
   CliResult missing = run("replay --plan " + path("missing.json"));
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("missing.json"), std::string::npos) << missing.err;
+}
+
+// The tokens of the table row of iteration `iteration` in a straggler replay's output.
+std::vector<std::string> straggler_row(const std::string& out, int iteration) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream cells(line);
+    std::vector<std::string> row;
+    for (std::string cell; cells >> cell;) row.push_back(cell);
+    if (row.size() == 7 && row[0] == std::to_string(iteration) && row[6].back() == '%') return row;
+  }
+  ADD_FAILURE() << "no row for iteration " << iteration << " in:\n" << out;
+  return std::vector<std::string>(7, "0");
+}
+
+TEST_F(ReplayCli, AStragglersSlowdownLowersTheOtherPipelinesEnergy) {
+  // The real planner's frontier (Llama 3.2 3B, TP 8, PP 2, four microbatches, simulated A100).
+  const CliResult planned = run("plan --microbatches 4 --out " + path("plan"));
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const auto set = nlohmann::json::parse(slurp(path("plan/plans.json")))["plans"];
+  double fastest_s = 1e300, slowest_s = 0;
+  for (const auto& p : set) {
+    fastest_s = std::min(fastest_s, p["time_s"].get<double>());
+    slowest_s = std::max(slowest_s, p["time_s"].get<double>());
+  }
+  double previous_energy_j = 1e300, previous_saved_j = -1;
+  for (double slowdown : {1.05, 1.1, 1.2, 1.5}) {
+    SCOPED_TRACE(slowdown);
+    const CliResult r = run("replay --plan " + path("plan/plans.json") + " --straggler " +
+                            fmt::format("{}@iteration:1", slowdown) + " --iterations 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "Measured energy matches the plans'")) << r.out;
+    const auto before = straggler_row(r.out, 0), after = straggler_row(r.out, 1);
+    EXPECT_EQ(before[6], "0.00%") << "iteration 0 runs the fastest plan, no straggler yet";
+    const double plan_s = std::stod(after[2]), time_s = std::stod(after[3]);
+    const double energy_j = std::stod(after[4]), stay_j = std::stod(after[5]);
+    EXPECT_NEAR(time_s, slowdown * fastest_s, 1e-3) << "the iteration waits for the straggler";
+    EXPECT_LE(plan_s, time_s + 1e-4) << "the plan switched to still meets the straggler's time";
+    EXPECT_LT(energy_j, stay_j);
+    // More slowdown, more saved; the energy itself falls while the frontier reaches that far.
+    EXPECT_GT(stay_j - energy_j, previous_saved_j);
+    if (slowdown * fastest_s <= slowest_s) {
+      EXPECT_LT(energy_j, previous_energy_j);
+    }
+    previous_energy_j = energy_j, previous_saved_j = stay_j - energy_j;
+  }
+  expect_one_line_error(run("replay --plan " + path("plan/plans.json") + " --straggler 1.2"),
+                        "expected SLOWDOWN@iteration:N");
+  expect_one_line_error(
+      run("replay --plan " + path("plan/plans.json") + " --index 0 --straggler 1.2@iteration:1"),
+      "drop --index");
+  expect_one_line_error(run("replay --plan " + path("plan/plans.json") + " --straggler 0.5@iteration:1"),
+                        "at least 1");
 }
 
 }  // namespace

@@ -468,3 +468,31 @@ TEST(PlanJsonErrors, NonIntegralIntegersAreRejected) {
 
 }  // namespace
 }  // namespace kareus::plan
+
+namespace kareus::plan {
+namespace {
+
+TEST(PlanFormat, ChunksAndSplitBackwardsRoundTrip) {
+  Plan plan;
+  plan.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
+  plan.num_stages = 1;
+  plan.num_microbatches = 1;
+  plan.virtual_stages = 2;
+  plan.energy_scope = energy_scope_for(1);
+  plan.stages = {{{pipeline::InstructionType::kForward, 0, 1410, nullptr, 0.1, 30, 1},
+                  {pipeline::InstructionType::kBackward, 0, 1200, nullptr, 0.1, 20, 1,
+                   pipeline::BackwardPart::kInputGradient},
+                  {pipeline::InstructionType::kBackward, 0, 900, nullptr, 0.1, 10, 0,
+                   pipeline::BackwardPart::kWeightGradient}}};
+  nlohmann::json written = to_json(plan);
+  EXPECT_EQ(written["virtual_stages"], 2);
+  EXPECT_EQ(written["stages"][0]["instructions"][1]["type"], "backward_input");
+  EXPECT_EQ(written["stages"][0]["instructions"][2]["type"], "backward_weight");
+  EXPECT_EQ(written["stages"][0]["instructions"][0]["chunk"], 1);
+  EXPECT_EQ(plan_from_json(written, "test"), plan);
+  written["stages"][0]["instructions"][0]["chunk"] = 2;  // beyond virtual_stages
+  EXPECT_THROW((void)plan_from_json(written, "test"), InputError);
+}
+
+}  // namespace
+}  // namespace kareus::plan

@@ -84,5 +84,56 @@ TEST(EvaluationConfigs, UnknownNamesListTheKnownOnes) {
   }
 }
 
+TEST(EvaluationConfigs, TheDataFileHoldsThePapersTenInOrder) {
+  const std::vector<std::string> names = evaluation_config_names();
+  ASSERT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.front(), "llama3.2-3b-tp8-mbs8-seq4096");
+  EXPECT_EQ(names.back(), "qwen3-1.7b-cp2tp4-mbs16-seq4096");
+  Job job = evaluation_config("llama3.2-3b-cp2tp4-mbs16-seq4096");
+  EXPECT_EQ(job.model.name, "llama-3.2-3b");
+  EXPECT_EQ(job.parallel.tp, 4);
+  EXPECT_EQ(job.parallel.cp, 2);
+  EXPECT_EQ(job.parallel.pp, 2);
+  EXPECT_EQ(job.parallel.microbatch_size, 16);
+  EXPECT_EQ(job.parallel.seq_len, 4096);
+  EXPECT_EQ(job.parallel.microbatches, 8);
+  EXPECT_EQ(job.parallel.layers_per_stage, (std::vector<int>{15, 13}));
+}
+
+// A malformed document is an InputError naming the JSON path at fault.
+TEST(EvaluationConfigs, BadDocumentsNameTheFieldAtFault) {
+  const nlohmann::json good = nlohmann::json::parse(R"({
+    "format": "kareus-evaluation-configs", "version": 1, "common": {"pp": 2, "microbatches": 8},
+    "configs": [{"name": "a", "model": "llama-3.2-3b", "tp": 8, "cp": 1, "mbs": 8, "seq": 4096}]})");
+  ASSERT_EQ(parse_evaluation_configs(good, "f.json").size(), 1u);
+  auto expect_error = [&](nlohmann::json doc, const std::string& field) {
+    try {
+      parse_evaluation_configs(doc, "f.json");
+      ADD_FAILURE() << "accepted " << doc.dump();
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.location().field, field) << e.what();
+      EXPECT_EQ(e.location().file, "f.json");
+    }
+  };
+  nlohmann::json doc = good;
+  doc["format"] = "kareus-plan";
+  expect_error(doc, "format");
+  doc = good;
+  doc["configs"][0]["tp"] = 0;
+  expect_error(doc, "configs[0].tp");
+  doc = good;
+  doc["configs"][0].erase("seq");
+  expect_error(doc, "configs[0].seq");
+  doc = good;
+  doc["configs"].push_back(good["configs"][0]);
+  expect_error(doc, "configs[1].name");
+  doc = good;
+  doc["common"]["microbatches"] = "8";
+  expect_error(doc, "common.microbatches");
+  doc = good;
+  doc["configs"][0]["tp"] = 7;  // does not divide the heads
+  expect_error(doc, "configs[0].name");
+}
+
 }  // namespace
 }  // namespace kareus::planner

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -131,9 +132,16 @@ TEST(FrequencyController, StartLocksMemoryAndResetsPowerLimitStopResetsClocks) {
     controller.request_sm_clock(1005);
     controller.wait_idle();
     EXPECT_TRUE(gpu->locked_sm_clocks_mhz());
+    EXPECT_TRUE(Contains(controller.report(), "GPU 0: power limit 300 W at start"));
     controller.stop();
     EXPECT_FALSE(gpu->locked_sm_clocks_mhz());
     EXPECT_FALSE(gpu->locked_memory_clock_mhz());
+    // The administrator's cap comes back, and the report says so.
+    EXPECT_EQ(gpu->power_limit_mw(), 300'000);
+    EXPECT_TRUE(Contains(controller.report(),
+                         "GPU 0: power limit 300 W at start, the default 400 W while running, "
+                         "restored to 300 W"))
+        << controller.report();
     controller.stop();  // idempotent
     EXPECT_THROW(controller.request_sm_clock(1005), InputError);
   }
@@ -200,6 +208,45 @@ TEST(FrequencyController, MissingPrivilegeIsOneMessageAndTheJobRunsOn) {
   } catch (const GpuPermissionError& e) {
     EXPECT_TRUE(Contains(e.what(), "CAP_SYS_ADMIN"));
   }
+}
+
+TEST(FrequencyController, APowerLimitAtItsDefaultIsLeftAloneAndACapSurvivesEmergencies) {
+  auto plain = fake(0), capped = fake(1);
+  capped->set_power_limit_mw(250'000);
+  FrequencyController controller({plain, capped});
+  EXPECT_EQ(capped->power_limit_mw(), 400'000);
+  EXPECT_EQ(controller.power_limit_note(0), "") << "nothing to restore at the default";
+  reset_all_registered();  // a signal or exit
+  EXPECT_EQ(capped->power_limit_mw(), 250'000);
+  EXPECT_EQ(plain->power_limit_mw(), 400'000);
+  EXPECT_FALSE(Contains(controller.report(), "GPU 0: power"));
+}
+
+TEST(FrequencyController, StopKeepsASignalHandlerTheApplicationInstalledAfterStart) {
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGTERM, nullptr, &before), 0);
+  auto gpu = fake();
+  FrequencyController controller({gpu});
+  // A framework (torchrun, Lightning) installs its own shutdown handler after Kareus started.
+  struct sigaction application {};
+  application.sa_handler = +[](int) {};
+  sigemptyset(&application.sa_mask);
+  ASSERT_EQ(::sigaction(SIGTERM, &application, nullptr), 0);
+  controller.stop();
+  struct sigaction after {};
+  ASSERT_EQ(::sigaction(SIGTERM, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, application.sa_handler)
+      << "stop() put back the handler from before start";
+  ::sigaction(SIGTERM, &before, nullptr);
+  // With no later handler, stop() does put the one from before start back.
+  {
+    FrequencyController again({gpu});
+    struct sigaction during {};
+    ::sigaction(SIGTERM, nullptr, &during);
+    EXPECT_NE(during.sa_handler, before.sa_handler);
+  }
+  ::sigaction(SIGTERM, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
 }
 
 TEST(FrequencyController, EmergencyResetHaltsFurtherRequests) {
@@ -284,6 +331,48 @@ TEST(FrequencyControllerProcess, SigtermResetsTheClocksThenKillsTheProcess) {
   ASSERT_TRUE(WIFSIGNALED(outcome.status)) << "status " << outcome.status;
   EXPECT_EQ(WTERMSIG(outcome.status), SIGTERM);
   EXPECT_TRUE(ends_with_reset(outcome.log)) << outcome.log;
+}
+
+// A fake whose SM-clock setter never returns once entered: a driver call that hangs.
+class HungGpu : public FakeGpu {
+ public:
+  HungGpu() : FakeGpu(make_fake_gpu_config(0)) {}
+  void set_locked_sm_clocks(int, int) override {
+    entered_ = true;
+    std::mutex never;
+    std::unique_lock lock(never);
+    std::condition_variable().wait(lock, [] { return false; });
+  }
+  std::atomic<bool> entered_{false};
+};
+
+TEST(FrequencyControllerProcess, SigtermEndsTheProcessInBoundedTimeDespiteAHungDeviceCall) {
+  std::chrono::steady_clock::time_point signalled;
+  auto outcome = run_child(
+      "sigterm-hung",
+      [](const std::filesystem::path& log, int ready_fd) {
+        auto hung = std::make_shared<HungGpu>();
+        auto answering = std::make_shared<FileLoggingGpu>(log, make_fake_gpu_config(1));
+        auto* controller = new FrequencyController({hung, answering});
+        controller->request_sm_clock(810);  // GPU 0's worker hangs in the call, holding its lock
+        while (!hung->entered_ || !answering->locked_sm_clocks_mhz()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        [[maybe_unused]] auto n = ::write(ready_fd, "r", 1);
+        for (;;) ::pause();
+      },
+      [&](pid_t pid) {
+        signalled = std::chrono::steady_clock::now();
+        ::kill(pid, SIGTERM);
+      });
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  ASSERT_TRUE(WIFSIGNALED(outcome.status)) << "status " << outcome.status;
+  EXPECT_EQ(WTERMSIG(outcome.status), SIGTERM);
+  // The GPU that answers is reset; the process ends within the stated bound (plus polling).
+  EXPECT_TRUE(ends_with_reset(outcome.log)) << outcome.log;
+  // The stated bound is kSignalResetDeadline (3 s), which covers the wait for the hung GPU (1 s).
+  EXPECT_LT(took_s, std::chrono::duration<double>(kSignalResetDeadline).count() + 1.0);
 }
 
 TEST(FrequencyControllerProcess, SigintResetsTheClocksThenKillsTheProcess) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "kareus/runtime/cuda_order.hpp"
 #include "kareus/runtime/fake_gpu.hpp"
 #include "kareus/runtime/nvml_gpu.hpp"
 #include "runtime/runtime_test_util.hpp"
@@ -15,6 +16,7 @@
 namespace kareus::runtime {
 namespace {
 
+using kareus::testing::input_error_of;
 using testing::Contains;
 
 TEST(NearestClock, PicksTheClosestAndTiesGoUp) {
@@ -36,23 +38,76 @@ RC_GTEST_PROP(NearestClock, NoSupportedClockIsCloser, (std::vector<int> clocks, 
   for (int c : clocks) RC_ASSERT(std::abs(c - target) >= std::abs(chosen - target));
 }
 
-TEST(VisibleDevices, FollowsCudaVisibleDevices) {
-  EXPECT_EQ(visible_device_indices(std::nullopt, 3), (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(visible_device_indices("2,0", 3), (std::vector<int>{2, 0}));
-  EXPECT_EQ(visible_device_indices(" 1 , 2", 3), (std::vector<int>{1, 2}));
-  EXPECT_TRUE(visible_device_indices("", 3).empty());
-  // CUDA stops at the first invalid entry: out of range, repeated, or not a number.
-  EXPECT_EQ(visible_device_indices("1,7,0", 3), (std::vector<int>{1}));
-  EXPECT_EQ(visible_device_indices("1,1,0", 3), (std::vector<int>{1}));
-  EXPECT_EQ(visible_device_indices("0,x,1", 3), (std::vector<int>{0}));
-  EXPECT_EQ(visible_device_indices("-1", 3), (std::vector<int>{}));
-  try {
-    visible_device_indices("GPU-1234abcd", 3);
-    FAIL() << "a UUID must be rejected";
-  } catch (const InputError& e) {
-    EXPECT_TRUE(Contains(e.what(), "CUDA_VISIBLE_DEVICES"));
-    EXPECT_TRUE(Contains(e.what(), "UUID"));
-  }
+// Two NVML devices in bus order: an A40 at 0000:3b, an A100 at 0000:86 (NVML index 0 and 1).
+std::vector<NvmlDeviceIdentity> mixed_machine() {
+  return {{0, "00000000:3B:00.0", "GPU-aaaa1111-0000", "NVIDIA A40"},
+          {1, "00000000:86:00.0", "GPU-bbbb2222-0000", "NVIDIA A100-SXM4-40GB"}};
+}
+
+TEST(CudaOrder, OrdinalsAreMatchedToNvmlByPciBusId) {
+  // CUDA's default order puts the faster A100 first: ordinal 0 is NVML's device 1. Mapping by
+  // position (what the runtime did) would set the A40's clocks for the A100's work.
+  const std::vector<std::string> cuda = {"0000:86:00.0", "0000:3b:00.0"};
+  EXPECT_EQ(cuda_to_nvml_indices({}, mixed_machine(), cuda), (std::vector<int>{1, 0}));
+  // The driver applied CUDA_VISIBLE_DEVICES=1 (one device): the A40.
+  EXPECT_EQ(cuda_to_nvml_indices({"1", std::nullopt}, mixed_machine(),
+                                 std::vector<std::string>{"0000:3B:00.0"}),
+            (std::vector<int>{0}));
+  EXPECT_EQ(normalize_pci_bus_id("00000000:3B:00.0"), "0000:3b:00.0");
+  EXPECT_TRUE(Contains(input_error_of([&] {
+                         cuda_to_nvml_indices({}, mixed_machine(),
+                                              std::vector<std::string>{"0000:99:00.0"});
+                       }),
+                       "CUDA device 0 (PCI 0000:99:00.0) matches 0 of NVML's 2 devices"));
+  auto twins = mixed_machine();
+  twins[1].pci_bus_id = twins[0].pci_bus_id;
+  EXPECT_FALSE(input_error_of([&] {
+                 cuda_to_nvml_indices({}, twins, std::vector<std::string>{"0000:3b:00.0"});
+               }).empty());
+}
+
+TEST(CudaOrder, WithoutTheCudaDriverTheEnvironmentMustFixTheOrder) {
+  const auto mixed = mixed_machine();
+  // PCI_BUS_ID order: CUDA counts by bus, as NVML does.
+  CudaEnvironment pci{"1,0", "PCI_BUS_ID"};
+  EXPECT_EQ(cuda_to_nvml_indices(pci, mixed, std::nullopt), (std::vector<int>{1, 0}));
+  // UUIDs (and unique prefixes) name the GPU whatever the order.
+  EXPECT_EQ(cuda_to_nvml_indices({"GPU-bbbb2222", std::nullopt}, mixed, std::nullopt),
+            (std::vector<int>{1}));
+  // Fastest first over different GPUs: which is which only the driver knows; refused.
+  std::string refused = input_error_of([&] {
+    cuda_to_nvml_indices({"0", std::nullopt}, mixed, std::nullopt);
+  });
+  EXPECT_TRUE(Contains(refused, "CUDA_DEVICE_ORDER=PCI_BUS_ID")) << refused;
+  EXPECT_TRUE(Contains(refused, "NVIDIA A100-SXM4-40GB, NVIDIA A40")) << refused;
+  EXPECT_FALSE(input_error_of([&] { cuda_to_nvml_indices({}, mixed, std::nullopt); }).empty());
+  // Identical GPUs: fastest first ties fall back to bus order.
+  std::vector<NvmlDeviceIdentity> same = {{0, "0000:86:00.0", "GPU-1", "A100"},
+                                          {1, "0000:3b:00.0", "GPU-2", "A100"},
+                                          {2, "0000:07:00.0", "GPU-3", "A100"}};
+  EXPECT_EQ(cuda_to_nvml_indices({}, same, std::nullopt), (std::vector<int>{2, 1, 0}));
+  EXPECT_EQ(cuda_to_nvml_indices({"2,0", std::nullopt}, same, std::nullopt),
+            (std::vector<int>{0, 2}));
+  EXPECT_EQ(cuda_to_nvml_indices({" 1 , 2", std::nullopt}, same, std::nullopt),
+            (std::vector<int>{1, 0}));
+  EXPECT_TRUE(cuda_to_nvml_indices({"", std::nullopt}, same, std::nullopt).empty());
+  // CUDA stops at the first invalid entry: out of range, repeated, not a number, unknown UUID.
+  EXPECT_EQ(cuda_to_nvml_indices({"1,7,0", std::nullopt}, same, std::nullopt),
+            (std::vector<int>{1}));
+  EXPECT_EQ(cuda_to_nvml_indices({"1,1,0", std::nullopt}, same, std::nullopt),
+            (std::vector<int>{1}));
+  EXPECT_EQ(cuda_to_nvml_indices({"0,x,1", std::nullopt}, same, std::nullopt),
+            (std::vector<int>{2}));
+  EXPECT_EQ(cuda_to_nvml_indices({"GPU-3,GPU-9", std::nullopt}, same, std::nullopt),
+            (std::vector<int>{2}));
+  // An ambiguous UUID prefix, and MIG instances, are refused.
+  EXPECT_TRUE(Contains(input_error_of([&] {
+                         cuda_to_nvml_indices({"GPU-", std::nullopt}, same, std::nullopt);
+                       }),
+                       "names 3 GPUs"));
+  EXPECT_FALSE(input_error_of([&] {
+                 cuda_to_nvml_indices({"MIG-1234", std::nullopt}, same, std::nullopt);
+               }).empty());
 }
 
 TEST(GpuCollection, PositionIsTheCudaIndex) {

@@ -35,27 +35,68 @@ TEST(PlanCursor, WalksTheStageAndSetsEachClock) {
   EXPECT_EQ(cursor.position(), 0u);
 }
 
-TEST(PlanCursor, ReturnsThePartitionKnobs) {
-  PlanCursor cursor(make_test_plan(), 0, nullptr);
-  const CommKnobs& forward = cursor.on_instruction_begin("forward");
-  ASSERT_EQ(forward.size(), 2u);
-  EXPECT_EQ(forward.at("fwd_attn").at("comm_sms"), 8);
-  EXPECT_EQ(forward.at("fwd_mlp").at("launch_slot"), "none");
-  cursor.on_instruction_begin("forward");
-  const CommKnobs& backward = cursor.on_instruction_begin(pipeline::InstructionType::kBackward, 0);
-  ASSERT_EQ(backward.size(), 1u);
-  EXPECT_EQ(backward.at("bwd_mlp").at("launch_slot"), "attn_0");
+TEST(PlanCursor, KnobsFollowThePlanSchemaOrAreRejectedByPath) {
+  using plan::instruction_knobs;
+  EXPECT_TRUE(instruction_knobs(nullptr, "k", "p.json").empty());
+  // A Perseus profile's extra columns are no partition knobs.
+  EXPECT_TRUE(instruction_knobs({{"sm_count", "8"}, {"note", "perseus column"}}, "k", "p").empty());
+  auto knobs =
+      instruction_knobs({{"partitions", {{{"key", "bwd_mlp"}, {"slot", "linear_1"}, {"sms", 9}}}},
+                         {"recompute", {{{"key", "fwd_attn"}, {"slot", "none"}, {"sms", 0}}}}},
+                        "k", "p");
+  ASSERT_NE(knobs.find("bwd_mlp"), nullptr);
+  EXPECT_EQ(knobs.find("bwd_mlp")->sms, 9);
+  EXPECT_EQ(knobs.find("fwd_attn"), nullptr) << "find() looks at the instruction's own partitions";
+  EXPECT_EQ(knobs.recompute.at(0).slot, "none");
+  EXPECT_EQ(plan::to_json(knobs)["recompute"][0]["key"], "fwd_attn");
+
+  auto error_of = [](const nlohmann::json& knob) {
+    return testing::input_error_of(
+        [&] { instruction_knobs(knob, "stages[0].instructions[2].knob", "p.json"); });
+  };
+  EXPECT_TRUE(Contains(error_of({{"partitions", {{{"key", "fwd_attn"}, {"slot", "linear_0"}}}}}),
+                       "stages[0].instructions[2].knob.partitions[0].sms"));
+  EXPECT_TRUE(Contains(error_of({{"partitions", {{"fwd_attn", {{"comm_sms", 8}}}}}}),
+                       "knob.partitions': expected an array"));
+  EXPECT_TRUE(Contains(error_of({{"partitions",
+                                  {{{"key", "a"}, {"slot", "x"}, {"sms", 1}},
+                                   {{"key", "a"}, {"slot", "y"}, {"sms", 2}}}}}),
+                       "partition 'a' appears twice"));
+  EXPECT_TRUE(Contains(error_of({{"partitions", nlohmann::json::array()}, {"recompute", 3}}),
+                       "knob.recompute': expected an array"));
+
+  plan::Plan plan = make_test_plan();
+  plan.stages[0][1].knob = {{"partitions", {{{"key", "fwd_attn"}, {"slot", 7}, {"sms", 1}}}}};
+  EXPECT_TRUE(Contains(testing::input_error_of([&] { PlanCursor(plan, 0, nullptr, "p.json"); }),
+                       "stages[0].instructions[1].knob.partitions[0].slot"));
 }
 
-TEST(PlanCursor, KnobFormsAndPlansWithoutKnobs) {
-  EXPECT_TRUE(partition_knobs(nullptr).empty());
-  EXPECT_TRUE(partition_knobs({{"sm_count", 8}, {"note", "perseus column"}}).empty());
-  auto direct = partition_knobs({{"fwd_attn", {{"comm_sms", 4}}}, {"extra", 1}});
-  EXPECT_EQ(direct.size(), 1u);
-  auto nested =
-      partition_knobs({{"partitions", {{"bwd_mlp", {{"comm_sms", 2}}}}}, {"x", {{"y", 1}}}});
-  ASSERT_EQ(nested.size(), 1u);
-  EXPECT_EQ(nested.at("bwd_mlp").at("comm_sms"), 2);
+TEST(PlanCursor, AFrontierIsOneJobsPlansAndSwitchesOnlyAtTheNamedIteration) {
+  plan::Plan fast = make_test_plan(), slow = make_test_plan();
+  slow.time_s = 2, slow.energy_j = 80;
+  for (auto& ins : slow.stages[1]) ins.freq_mhz = 600;
+  PlanCursor cursor({fast, slow}, 0, 1, nullptr, "plans.json");
+  EXPECT_EQ(cursor.set_target_time(1.5, 2), 0u) << "1.5 s: only the fast plan is in time";
+  EXPECT_EQ(cursor.set_target_time(2.0, 2), 1u) << "a later call for the same iteration wins";
+  for (long it = 0; it < 3; ++it) {
+    EXPECT_EQ(cursor.plan_index(), it < 2 ? 0u : 1u) << it;
+    for (int k = 0; k < 4; ++k)
+      cursor.on_instruction_begin(cursor.instruction(static_cast<std::size_t>(k)).type);
+    EXPECT_EQ(cursor.plan().stages[1][0].freq_mhz, it < 2 ? fast.stages[1][0].freq_mhz : 600);
+    cursor.on_step_end();
+  }
+  EXPECT_EQ(cursor.set_target_time(0.5, 3), 0u) << "below every plan: the fastest";
+  EXPECT_EQ(cursor.plan_index(), 0u) << "at a boundary, a switch for this iteration is immediate";
+  EXPECT_FALSE(testing::input_error_of([&] { cursor.set_target_time(1.0, 2); }).empty());
+  EXPECT_FALSE(testing::input_error_of([&] { cursor.set_target_time(-1.0, 5); }).empty());
+
+  plan::Plan other = make_test_plan(2, 3);
+  EXPECT_TRUE(Contains(testing::input_error_of([&] {
+                         PlanCursor({fast, other}, 0, 0, nullptr, "s.json");
+                       }),
+                       "a frontier's plans must be of one job"));
+  EXPECT_FALSE(
+      testing::input_error_of([&] { PlanCursor({fast}, 1, 0, nullptr, "s.json"); }).empty());
 }
 
 TEST(PlanCursor, TypeMismatchNamesThePosition) {

@@ -1,5 +1,6 @@
-// Shared pieces of the runtime tests: a small plan, a fake GPU that logs its clock calls to a file
-// (so a parent process can see what a child did), temporary directories, and string checks.
+// Shared pieces of the runtime tests: a small clock-only plan (the knobs of real plans are tested
+// on the real planner's output, real_plan_cursor_test.cpp), a fake GPU that logs its clock calls to
+// a file (so a parent process can see what a child did), temporary directories, and string checks.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 namespace kareus::runtime::testing {
 
 using kareus::testing::Contains;
+using kareus::testing::input_error_of;
 
 inline std::filesystem::path temp_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
@@ -37,8 +39,7 @@ inline std::string slurp(const std::filesystem::path& path) {
 }
 
 // A 1F1B plan of `stages` stages and `microbatches` microbatches. Clocks cycle through 1410, 1005
-// and 810 MHz; forward takes 0.05 s and 20 J, backward 0.1 s and 40 J; stage 0's instructions
-// carry partition knobs.
+// and 810 MHz; forward takes 0.05 s and 20 J, backward 0.1 s and 40 J; no communication knobs.
 inline plan::Plan make_test_plan(int stages = 2, int microbatches = 2) {
   auto schedule =
       pipeline::PipelineSchedule::make(pipeline::ScheduleKind::k1F1B, stages, microbatches);
@@ -57,16 +58,8 @@ inline plan::Plan make_test_plan(int stages = 2, int microbatches = 2) {
     std::vector<plan::PlannedInstruction> list;
     for (const auto& ins : schedule.stage_order(s)) {
       bool forward = ins.type == pipeline::InstructionType::kForward;
-      plan::PlannedInstruction planned{
-          ins.type, ins.microbatch,       static_cast<double>(clocks[k++ % 3]),
-          nullptr,  forward ? 0.05 : 0.1, forward ? 20.0 : 40.0};
-      if (s == 0) {
-        planned.knob =
-            forward ? nlohmann::json{{"fwd_attn", {{"comm_sms", 8}, {"launch_slot", "linear_1"}}},
-                                     {"fwd_mlp", {{"comm_sms", 16}, {"launch_slot", "none"}}}}
-                    : nlohmann::json{{"bwd_mlp", {{"comm_sms", 4}, {"launch_slot", "attn_0"}}}};
-      }
-      list.push_back(planned);
+      list.push_back({ins.type, ins.microbatch, static_cast<double>(clocks[k++ % 3]), nullptr,
+                      forward ? 0.05 : 0.1, forward ? 20.0 : 40.0});
     }
     p.stages.push_back(list);
   }

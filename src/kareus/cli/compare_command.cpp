@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
@@ -15,7 +16,9 @@
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/planner/cluster.hpp"
 #include "kareus/planner/planner.hpp"
+#include "kareus/planner/zero_bubble.hpp"
 #include "kareus/report/plot.hpp"
 
 namespace kareus::cli {
@@ -31,6 +34,9 @@ struct CompareFlags {
   std::uint64_t seed = 0;
   std::string out = "kareus-compare";
   double overhead = 1.0;
+  std::string schedule = "1f1b";
+  int virtual_stages = 1;
+  std::vector<double> stragglers;
 };
 
 std::string optional_pct(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
@@ -51,6 +57,65 @@ double sequential_share(const plan::Plan& p) {
   return total ? static_cast<double>(sequential) / total : 0.0;
 }
 
+// ZB-H1: only Megatron-LM's plan can be costed until the frontier solver reads W options (see
+// planner/zero_bubble.hpp); the same files, with that one method.
+int compare_zero_bubble(const CompareFlags& flags, const std::vector<planner::Job>& jobs,
+                        const evaluate::Evaluator& evaluator, const planner::PlannerOptions& options) {
+  std::string csv = "config,method,max_throughput_time_s,max_throughput_energy_j,iso_time_energy_reduction_pct,"
+                    "iso_energy_time_reduction_pct,cluster_gpus,cluster_energy_j\n";
+  std::string straggler_csv = "config,method,slowdown,iteration_time_s,others_time_s,cluster_gpus,cluster_energy_j,"
+                              "cluster_energy_blocking_j,saving_pct\n";
+  nlohmann::json report = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
+                           {"configs", nlohmann::json::array()}};
+  for (const planner::Job& job : jobs) {
+    const planner::ZeroBubbleMegatron zb = planner::zero_bubble_megatron(job, evaluator, options);
+    const planner::ClusterShape shape{.pipelines = job.parallel.dp,
+                                      .gpus_per_stage = job.parallel.tp * job.parallel.cp,
+                                      .stages = job.parallel.pp,
+                                      .p_blocking_w = zb.p_static_w};
+    const TimeEnergy point{zb.time_s, zb.energy_j};
+    const double cluster_j = planner::cluster_energy_j(point, shape);
+    csv += fmt::format("{},Megatron-LM,{:.6f},{:.3f},,,{},{:.1f}\n", csv_field(job.name), zb.time_s, zb.energy_j, shape.gpus(),
+                       cluster_j);
+    nlohmann::json stragglers = nlohmann::json::array();
+    for (double slowdown : flags.stragglers) {
+      const planner::StragglerIteration it = planner::straggler_iteration(std::span(&point, 1), shape, slowdown);
+      straggler_csv += fmt::format("{},Megatron-LM,{:.3f},{:.6f},{:.6f},{},{:.1f},{:.1f},{:.3f}\n", csv_field(job.name), slowdown,
+                                   it.iteration_time_s, it.others_plan.time_s, shape.gpus(), it.cluster_energy_j,
+                                   it.cluster_energy_blocking_j, it.saving_pct());
+      stragglers.push_back({{"slowdown", slowdown}, {"cluster_energy_j", it.cluster_energy_j},
+                            {"cluster_energy_blocking_j", it.cluster_energy_blocking_j}, {"saving_pct", it.saving_pct()}});
+    }
+    report["configs"].push_back(
+        {{"config", job.name},
+         {"schedule", flags.schedule},
+         {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
+         {"cluster_energy_scope", fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration",
+                                              shape.gpus(), job.parallel.tp, job.parallel.cp, job.parallel.pp,
+                                              job.parallel.dp)},
+         {"not_planned", {"Perseus", "Nanobatching+Perseus", "Kareus"}},
+         {"methods",
+          {{{"method", "Megatron-LM"},
+            {"max_throughput_time_s", zb.time_s},
+            {"max_throughput_energy_j", zb.energy_j},
+            {"one_f_one_b_time_s", zb.one_f_one_b.time_s},
+            {"one_f_one_b_energy_j", zb.one_f_one_b.energy_j},
+            {"cluster_energy_j", cluster_j},
+            {"stragglers", std::move(stragglers)},
+            {"frontier", {{zb.time_s, zb.energy_j}}}}}}});
+  }
+  const std::filesystem::path dir = flags.out;
+  write_file_atomic(dir / "compare.csv", csv);
+  write_file_atomic(dir / "compare.json", report.dump(1) + "\n");
+  if (!flags.stragglers.empty()) write_file_atomic(dir / "stragglers.csv", straggler_csv);
+  fmt::print("{}", csv);
+  fmt::print("({}; zb-h1: Megatron-LM's plan only, Perseus, Nanobatching+Perseus and Kareus need the frontier solver "
+             "to read W options of their own; max_throughput_energy_j covers one GPU per stage, cluster_energy_j every "
+             "GPU of the job; wrote {}/compare.csv, compare.json)\n",
+             provenance_note(evaluator), dir.string());
+  return 0;
+}
+
 int run_compare(CompareFlags& flags) {
   auto mode = search::parse_search_mode(flags.mode);
   if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
@@ -64,12 +129,27 @@ int run_compare(CompareFlags& flags) {
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
+  const auto schedule = pipeline::parse_schedule_kind(flags.schedule);
+  if (!schedule) {
+    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
+  }
+  options.schedule = *schedule;
+  options.virtual_stages = flags.virtual_stages;
+  for (double slowdown : flags.stragglers) {
+    if (!(slowdown >= 1)) {
+      throw InputError({"", 0, 0, "--straggler"}, fmt::format("a slowdown must be at least 1, got {}", slowdown));
+    }
+  }
   options.search.mode = *mode;
   options.search.budget = flags.budget;
   options.search.seed = flags.seed;
 
+  if (pipeline::splits_backward(options.schedule)) return compare_zero_bubble(flags, jobs, evaluator, options);
+
   std::string csv = "config,method,max_throughput_time_s,max_throughput_energy_j,iso_time_energy_reduction_pct,"
-                    "iso_energy_time_reduction_pct\n";
+                    "iso_energy_time_reduction_pct,cluster_gpus,cluster_energy_j\n";
+  std::string straggler_csv = "config,method,slowdown,iteration_time_s,others_time_s,cluster_gpus,cluster_energy_j,"
+                              "cluster_energy_blocking_j,saving_pct\n";
   nlohmann::json report = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
                            {"gpu", gpu.name}, {"configs", nlohmann::json::array()}};
   std::vector<std::pair<std::string, std::string>> plots;
@@ -107,9 +187,21 @@ int run_compare(CompareFlags& flags) {
     } else if (!reference) {
       notes.push_back(fmt::format("{}: no iso figures: no baseline could run", job.name));
     }
-    nlohmann::json config = {{"config", job.name}, {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
+    const planner::ClusterShape shape{.pipelines = job.parallel.dp,
+                                      .gpus_per_stage = job.parallel.tp * job.parallel.cp,
+                                      .stages = job.parallel.pp,
+                                      .p_blocking_w = results.front().p_static_w};
+    const std::string cluster_scope =
+        fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration", shape.gpus(),
+                    job.parallel.tp, job.parallel.cp, job.parallel.pp, job.parallel.dp);
+    nlohmann::json config = {{"config", job.name},
+                             {"schedule", flags.schedule},
+                             {"virtual_stages", flags.virtual_stages},
+                             {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
+                             {"cluster_energy_scope", cluster_scope},
                              {"reference", reference ? nlohmann::json(reference_name) : nlohmann::json()},
-                             {"left_out", std::move(left_out)}, {"methods", nlohmann::json::array()}};
+                             {"left_out", std::move(left_out)},
+                             {"methods", nlohmann::json::array()}};
     std::vector<report::PlotSeries> series;
     for (const planner::MethodResult& r : results) {
       const std::vector<TimeEnergy> points = r.points();
@@ -121,8 +213,23 @@ int run_compare(CompareFlags& flags) {
         iso_time10 = iso_time_energy_reduction_pct(points10, ref10);
         iso_energy10 = iso_energy_time_reduction_pct(points10, ref10);
       }
-      csv += fmt::format("{},{},{:.6f},{:.3f},{},{}\n", csv_field(job.name), csv_field(planner::to_string(r.method)),
-                         points.front().time_s, points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy));
+      const double cluster_j = planner::cluster_energy_j(points.front(), shape);
+      csv += fmt::format("{},{},{:.6f},{:.3f},{},{},{},{:.1f}\n", csv_field(job.name), csv_field(planner::to_string(r.method)),
+                         points.front().time_s, points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy),
+                         shape.gpus(), cluster_j);
+      nlohmann::json stragglers = nlohmann::json::array();
+      for (double slowdown : flags.stragglers) {
+        const planner::StragglerIteration it = planner::straggler_iteration(points, shape, slowdown);
+        straggler_csv += fmt::format("{},{},{:.3f},{:.6f},{:.6f},{},{:.1f},{:.1f},{:.3f}\n", csv_field(job.name),
+                                     planner::to_string(r.method), slowdown, it.iteration_time_s, it.others_plan.time_s,
+                                     shape.gpus(), it.cluster_energy_j, it.cluster_energy_blocking_j, it.saving_pct());
+        stragglers.push_back({{"slowdown", slowdown},
+                              {"iteration_time_s", it.iteration_time_s},
+                              {"others_time_s", it.others_plan.time_s},
+                              {"cluster_energy_j", it.cluster_energy_j},
+                              {"cluster_energy_blocking_j", it.cluster_energy_blocking_j},
+                              {"saving_pct", it.saving_pct()}});
+      }
       nlohmann::json frontier = nlohmann::json::array();
       for (const auto& p : points) frontier.push_back({p.time_s, p.energy_j});
       nlohmann::json entry = {
@@ -134,6 +241,8 @@ int run_compare(CompareFlags& flags) {
           {"iso_time_energy_reduction_pct_10_points", optional_json(iso_time10)},
           {"iso_energy_time_reduction_pct_10_points", optional_json(iso_energy10)},
           {"measurements", r.measurements},
+          {"cluster_energy_j", cluster_j},
+          {"stragglers", std::move(stragglers)},
           {"frontier", std::move(frontier)}};
       if (r.method != planner::Method::kKareus) {
         entry["clocks_mhz"] = planner::method_clocks_mhz(r.method, job, evaluator, options);  // a table's may be few
@@ -152,11 +261,15 @@ int run_compare(CompareFlags& flags) {
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "compare.csv", csv);
   write_file_atomic(dir / "compare.json", report.dump(1) + "\n");
+  if (!flags.stragglers.empty()) write_file_atomic(dir / "stragglers.csv", straggler_csv);
   for (const auto& [name, svg] : plots) write_file_atomic(dir / name, svg);
   fmt::print("{}", csv);
+  if (!flags.stragglers.empty()) fmt::print("{}", straggler_csv);
   for (const std::string& note : notes) fmt::print("{}\n", note);
-  fmt::print("({}; iso figures against Perseus's frontier{}; wrote {}/compare.csv, compare.json{})\n",
+  fmt::print("({}; iso figures against Perseus's frontier{}; max_throughput_energy_j covers one GPU per stage, "
+             "cluster_energy_j every GPU of the job, TP x CP x PP x DP; wrote {}/compare.csv, compare.json{}{})\n",
              provenance_note(evaluator), notes.empty() ? "" : " unless said above", dir.string(),
+             flags.stragglers.empty() ? "" : ", stragglers.csv",
              plots.empty() ? "" : " and one SVG per config");
   return 0;
 }
@@ -168,13 +281,24 @@ Action register_compare(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compare", "Megatron-LM, Perseus, Nanobatching+Perseus and Kareus on one evaluator");
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
-  cmd->add_flag("--all", flags->all, "All ten Kareus evaluation configurations");
+  cmd->add_flag("--all", flags->all, "Every Kareus evaluation configuration (data/configs/kareus-osdi26.json)");
   cmd->add_option("--evaluator", flags->evaluator, "sim, table:FILE or artifact:DIR")->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
+  cmd->add_option("--schedule", flags->schedule,
+                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
+      ->capture_default_str();
+  cmd->add_option("--virtual-stages", flags->virtual_stages,
+                  "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")
+      ->capture_default_str();
   cmd->add_option("--overhead", flags->overhead, "Overhead factor (see kareus plan)")->capture_default_str();
+  cmd->add_option("--straggler", flags->stragglers,
+                  "Slowdowns of one pipeline of the --dp pipelines, e.g. 1.05,1.2: the others wait for it on "
+                  "their fastest plan, or follow the frontier to the least-energy plan that meets its time "
+                  "(stragglers.csv, whole-job energy)")
+      ->delimiter(',');
   return [flags] { return run_compare(*flags); };
 }
 

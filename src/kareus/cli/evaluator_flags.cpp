@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/artifact_tree.hpp"
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/evaluate/table.hpp"
+#include "kareus/planner/planner.hpp"
+#include "kareus/profile/profiler.hpp"
 
 namespace kareus::cli {
 
@@ -64,6 +67,17 @@ void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<w
   for (const workload::Partition& p : partitions) {
     if (!knobs.contains(p.key)) say(fmt::format("{}: no sample of {}, which this job runs", evaluator.name(), p.key));
   }
+}
+
+evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
+                                   const workload::ModelSpec& model, const workload::ParallelConfig& parallel) {
+  if (spec != "gpu") return make_evaluator(spec, gpu);
+  const nlohmann::json identity = {{"model", model.name}, {"gpu", gpu.name}, {"tp", parallel.tp}, {"cp", parallel.cp},
+                                   {"mbs", parallel.microbatch_size}, {"seq_len", parallel.seq_len}};
+  auto evaluator = profile::open_gpu_evaluator(model, parallel, gpu, planner::job_partitions({model, parallel, ""}),
+                                               identity, {});
+  if (!evaluator) std::exit(0);  // another rank served rank 0's measurements; rank 0 reports
+  return std::move(*evaluator);
 }
 
 std::string provenance_note(const evaluate::Evaluator& evaluator) {

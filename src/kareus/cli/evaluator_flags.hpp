@@ -1,7 +1,8 @@
 // The --evaluator flag shared by commands that cost knobs: "sim" (the simulated GPU model),
 // "table:FILE" (measured samples: our CSV or the Kareus artifact's eval_results.jsonl) or
 // "artifact:DIR" (the Kareus artifact's profiling tree: <partition>/eval_results.jsonl and
-// nonpartition/<MHz>/*_energy.csv; see evaluate/artifact_tree.hpp).
+// nonpartition/<MHz>/*_energy.csv; see evaluate/artifact_tree.hpp); `kareus plan` also takes
+// "gpu" (measured now, on this machine's GPUs).
 #pragma once
 
 #include <optional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kareus/evaluate/evaluator.hpp"
+#include "kareus/workload/parallel.hpp"
 
 namespace kareus::cli {
 
@@ -22,6 +24,11 @@ evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuS
 // job does not run, samples outside a partition's knob space with the reason, partitions without
 // any sample), so that no sample is dropped in silence. Nothing for a model.
 void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<workload::Partition>& partitions);
+// As above, plus "gpu": measured on this machine's GPUs by the profiler (profile/profiler.hpp), for
+// `model` under `parallel`. Without a GPU that is a DeviceError (one line). Under mpirun, ranks
+// other than 0 serve rank 0's measurements inside this call and then exit the process (status 0).
+evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
+                                   const workload::ModelSpec& model, const workload::ParallelConfig& parallel);
 
 // "simulated GPU model, not a measurement" or "measured samples from FILE", for every output.
 std::string provenance_note(const evaluate::Evaluator& evaluator);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "kareus/cli/commands.hpp"
@@ -22,6 +23,7 @@ struct FrontierFlags {
   int microbatches = 0;
   double p_blocking_w = -1;
   std::string schedule = "1f1b";
+  int virtual_stages = 1;
   double unit_time_s = 1e-3;
   std::string cost_model = "hull";
   bool csv = false;
@@ -64,7 +66,15 @@ std::vector<std::size_t> plans_to_write(const std::string& which, std::size_t po
 
 int run_frontier(const FrontierFlags& flags) {
   auto schedule_kind = pipeline::parse_schedule_kind(flags.schedule);
-  if (!schedule_kind) throw InputError({"", 0, 0, "--schedule"}, "expected 1f1b or gpipe");
+  if (!schedule_kind) {
+    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
+  }
+  if (pipeline::splits_backward(*schedule_kind)) {
+    throw InputError({"", 0, 0, "--schedule"},
+                     fmt::format("{} splits the backward into B and W, which need options of their own; a "
+                                 "Perseus profile has forward and backward only",
+                                 flags.schedule));
+  }
   auto cost_model = pipeline::parse_cost_model_kind(flags.cost_model);
   if (!cost_model) throw InputError({"", 0, 0, "--cost-model"}, "expected hull or exponential");
   if (flags.stages < 1) throw InputError({"", 0, 0, "--stages"}, "must be at least 1");
@@ -74,7 +84,15 @@ int run_frontier(const FrontierFlags& flags) {
   if (flags.local_search_rounds < 0) throw InputError({"", 0, 0, "--local-search-rounds"}, "must be at least 0");
 
   pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
-  auto schedule = pipeline::PipelineSchedule::make(*schedule_kind, flags.stages, flags.microbatches);
+  std::optional<pipeline::PipelineSchedule> made;
+  try {
+    made = pipeline::PipelineSchedule::make(*schedule_kind, flags.stages, flags.microbatches, flags.virtual_stages);
+  } catch (const InputError& e) {
+    throw InputError({"", 0, 0, "--schedule"}, e.what());
+  }
+  const pipeline::PipelineSchedule& schedule = *made;
+  // The profile's instructions run a whole stage; an interleaved GPU runs a chunk of it at a time.
+  table = pipeline::chunk_option_table(std::move(table), flags.virtual_stages);
   pipeline::SolverOptions options{.p_blocking_w = flags.p_blocking_w,
                                   .unit_time_s = flags.unit_time_s,
                                   .cost_model = *cost_model,
@@ -179,7 +197,13 @@ Action register_frontier(CLI::App& app) {
   cmd->add_option("--p-blocking", flags->p_blocking_w,
                   "Power (W) of a GPU blocked on communication; idle time is charged at it")
       ->required();
-  cmd->add_option("--schedule", flags->schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
+  cmd->add_option("--schedule", flags->schedule,
+                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
+      ->capture_default_str();
+  cmd->add_option("--virtual-stages", flags->virtual_stages,
+                  "Model chunks per stage for --schedule interleaved; each runs the profile's stage "
+                  "instruction divided by this (its layers split evenly)")
+      ->capture_default_str();
   cmd->add_option("--unit-time", flags->unit_time_s, "Solver time unit in seconds")->capture_default_str();
   cmd->add_option("--cost-model", flags->cost_model,
                   "hull (exact on the options' convex hull) or exponential (Perseus's fit)")

@@ -27,6 +27,8 @@ struct PlanFlags {
   std::string target = "max-throughput";
   std::string out = "kareus-out";
   double overhead = 1.0;
+  std::string schedule = "1f1b";
+  int virtual_stages = 1;
   double unit_time_s = 1e-3;
   std::string journal_dir;
 };
@@ -42,11 +44,17 @@ int run_plan(PlanFlags& flags) {
       flags.workload, flags.preset.empty() ? std::vector<std::string>{} : std::vector<std::string>{flags.preset}, "--preset");
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
-  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu);
+  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel);
   report_sample_use(evaluator, planner::job_partitions(job));
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
+  const auto schedule = pipeline::parse_schedule_kind(flags.schedule);
+  if (!schedule) {
+    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
+  }
+  options.schedule = *schedule;
+  options.virtual_stages = flags.virtual_stages;
   options.unit_time_s = flags.unit_time_s;
   options.search.mode = *mode;
   options.search.budget = flags.budget;
@@ -73,6 +81,8 @@ int run_plan(PlanFlags& flags) {
       {"p_static_w", kareus.p_static_w},
       {"energy_scope", scope},
       {"target", plan::to_string(target)},
+      {"schedule", flags.schedule},
+      {"virtual_stages", flags.virtual_stages},
       {"time_s", chosen_plan.time_s},
       {"energy_j", chosen_plan.energy_j},
       {"frontier_points", points.size()},
@@ -92,9 +102,20 @@ int run_plan(PlanFlags& flags) {
         {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)}},
        note},
       frontier_svg, report::clock_timeline_svg(chosen_plan));
+  // The whole frontier as a plan set, for a runtime that switches plans (stragglers).
+  nlohmann::json plan_set = nlohmann::json::array();
+  for (std::size_t i = 0; i < kareus.frontier.size(); ++i) {
+    nlohmann::json doc = plan::to_json(planner::make_plan(kareus, job, kareus.frontier[i]));
+    doc["frontier_index"] = i;
+    plan_set.push_back(std::move(doc));
+  }
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "frontier.csv", csv);
   plan::write_plan(chosen_plan, dir / "plan.json");
+  write_file_atomic(
+      dir / "plans.json",
+      nlohmann::json{{"format", "kareus-plan-set"}, {"version", 1}, {"plans", plan_set}}.dump(1) +
+          "\n");
   write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
   write_file_atomic(dir / "report.html", html);
 
@@ -103,8 +124,11 @@ int run_plan(PlanFlags& flags) {
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "fastest", points.front().time_s, points.front().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", chosen_plan.time_s, chosen_plan.energy_j);
-  fmt::print("{} frontier points from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, summary.json, "
-             "report.html\n", points.size(), kareus.measurements, run_time_s, dir.string());
+  fmt::print(
+      "{} frontier points from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
+      "plans.json, "
+      "summary.json, report.html\n",
+      points.size(), kareus.measurements, run_time_s, dir.string());
   return 0;
 }
 
@@ -115,9 +139,11 @@ Action register_plan(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plan", "Plan clocks and communication overlap for a training job (Kareus)");
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--preset", flags->preset,
-                  "One of the Kareus evaluation configurations instead of workload flags: " +
-                      fmt::format("{}", fmt::join(planner::evaluation_config_names(), ", ")));
-  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU), table:FILE (measured samples) or artifact:DIR (the Kareus artifact's profiling tree)")
+                  "One of the Kareus evaluation configurations instead of workload flags "
+                  "(data/configs/kareus-osdi26.json; an unknown name lists them)");
+  cmd->add_option("--evaluator", flags->evaluator,
+                  "sim (the simulated GPU), table:FILE (measured samples), artifact:DIR (the Kareus artifact's "
+                  "profiling tree) or gpu (measured now on this machine's GPUs)")
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)");
@@ -125,6 +151,12 @@ Action register_plan(CLI::App& app) {
   cmd->add_option("--target", flags->target, "max-throughput, min-energy, deadline:SECONDS or energy:JOULES")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
+  cmd->add_option("--schedule", flags->schedule,
+                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
+      ->capture_default_str();
+  cmd->add_option("--virtual-stages", flags->virtual_stages,
+                  "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")
+      ->capture_default_str();
   cmd->add_option("--overhead", flags->overhead,
                   "Factor on each instruction's time and energy for work the partitions do not cover "
                   "(the Kareus artifact used 1.15)")

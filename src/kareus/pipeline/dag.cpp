@@ -8,34 +8,56 @@ namespace kareus::pipeline {
 
 InstructionDag::InstructionDag(const PipelineSchedule& schedule) {
   const int num_stages = schedule.num_stages();
-  const int num_microbatches = schedule.num_microbatches();
-  // node_index[stage][type][microbatch]
-  std::vector<std::vector<std::size_t>> index(static_cast<std::size_t>(num_stages) * 2,
-                                              std::vector<std::size_t>(num_microbatches));
-  auto slot = [&](int stage, InstructionType type) -> std::vector<std::size_t>& {
-    return index[static_cast<std::size_t>(stage) * 2 + static_cast<std::size_t>(type)];
+  const int chunks = schedule.num_chunks();
+  const auto num_microbatches = static_cast<std::size_t>(schedule.num_microbatches());
+  // Node of (stage, chunk, pass, microbatch); pass 0 forward, 1 backward or B, 2 W.
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> index(static_cast<std::size_t>(num_stages * chunks) * 3 * num_microbatches, kNone);
+  auto pass_of = [](const Instruction& ins) -> std::size_t {
+    if (ins.type == InstructionType::kForward) return 0;
+    return ins.part == BackwardPart::kWeightGradient ? 2 : 1;
+  };
+  auto node_at = [&](int stage, int chunk, std::size_t pass, int microbatch) -> std::size_t& {
+    return index[((static_cast<std::size_t>(stage * chunks + chunk)) * 3 + pass) * num_microbatches +
+                 static_cast<std::size_t>(microbatch)];
   };
   for (int s = 0; s < num_stages; ++s) {
     stage_offset_.push_back(instructions_.size());
     for (const Instruction& ins : schedule.stage_order(s)) {
-      slot(s, ins.type)[static_cast<std::size_t>(ins.microbatch)] = instructions_.size();
+      KAREUS_CHECK(ins.stage == s && ins.chunk >= 0 && ins.chunk < chunks && ins.microbatch >= 0 &&
+                       static_cast<std::size_t>(ins.microbatch) < num_microbatches,
+                   "a schedule's instruction is outside its stages, chunks or microbatches");
+      std::size_t& slot = node_at(s, ins.chunk, pass_of(ins), ins.microbatch);
+      KAREUS_CHECK(slot == kNone, "a schedule runs an instruction twice");
+      slot = instructions_.size();
       instructions_.push_back(ins);
     }
   }
 
   std::vector<std::pair<std::size_t, std::size_t>> edges;
+  auto depend = [&](std::size_t from, std::size_t to) {
+    KAREUS_CHECK(from != kNone, "a schedule lacks an instruction another depends on");
+    edges.emplace_back(from, to);
+  };
   for (int s = 0; s < num_stages; ++s) {
     std::size_t first = stage_offset_[static_cast<std::size_t>(s)];
     std::size_t count = schedule.stage_order(s).size();
     for (std::size_t k = 1; k < count; ++k) edges.emplace_back(first + k - 1, first + k);
-    for (int m = 0; m < num_microbatches; ++m) {
-      auto mb = static_cast<std::size_t>(m);
-      if (s > 0) edges.emplace_back(slot(s - 1, InstructionType::kForward)[mb], slot(s, InstructionType::kForward)[mb]);
-      if (s + 1 < num_stages) {
-        edges.emplace_back(slot(s + 1, InstructionType::kBackward)[mb], slot(s, InstructionType::kBackward)[mb]);
-      } else {
-        edges.emplace_back(slot(s, InstructionType::kForward)[mb], slot(s, InstructionType::kBackward)[mb]);
-      }
+  }
+  for (std::size_t v = 0; v < instructions_.size(); ++v) {
+    const Instruction& ins = instructions_[v];
+    const int s = ins.stage, c = ins.chunk, m = ins.microbatch;
+    switch (pass_of(ins)) {
+      case 0:
+        if (s > 0) depend(node_at(s - 1, c, 0, m), v);
+        else if (c > 0) depend(node_at(num_stages - 1, c - 1, 0, m), v);
+        break;
+      case 1:
+        if (s + 1 < num_stages) depend(node_at(s + 1, c, 1, m), v);
+        else if (c + 1 < chunks) depend(node_at(0, c + 1, 1, m), v);
+        else depend(node_at(s, c, 0, m), v);
+        break;
+      default: depend(node_at(s, c, 1, m), v); break;
     }
   }
   std::sort(edges.begin(), edges.end());

@@ -1,8 +1,11 @@
 // The dependency DAG of a pipeline schedule, activity on node: node k is the k-th instruction in
 // stage-major order (stage 0's instructions in its run order, then stage 1's, ...). Edges: each
 // instruction depends on the one before it on its stage; a forward on the forward of the same
-// microbatch on the previous stage; a backward on the backward of the same microbatch on the next
-// stage, and the last stage's backward on its own forward. Built directly from those rules.
+// microbatch on the previous virtual stage (chunk c of stage s follows chunk c of stage s-1, and
+// chunk c of stage 0 follows chunk c-1 of the last stage); a backward (or, split, its input
+// gradient B) on the backward of the same microbatch on the next virtual stage, and the last
+// virtual stage's on its own forward; a weight gradient W on its own B. Nothing waits for a W but
+// its stage's next instruction. Built directly from those rules.
 //
 // Thread-safety: immutable after construction; share freely.
 // Example:

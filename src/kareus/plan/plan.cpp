@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 
@@ -32,22 +36,42 @@ Plan make_plan(const pipeline::OptionTable& table, const pipeline::InstructionDa
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const pipeline::Instruction& ins = dag.instruction(v);
     const pipeline::StageOption& o = table.at(ins.stage, ins.type).at(point.assignment[v]);
+    plan.virtual_stages = std::max(plan.virtual_stages, ins.chunk + 1);
     plan.stages[static_cast<std::size_t>(ins.stage)].push_back(
-        {ins.type, ins.microbatch, o.freq_mhz, o.knob, o.time_s, o.energy_j});
+        {ins.type, ins.microbatch, o.freq_mhz, o.knob, o.time_s, o.energy_j, ins.chunk, ins.part});
   }
   return plan;
 }
+
+namespace {
+
+// A backward split by a zero-bubble schedule is written as "backward_input" (B) or
+// "backward_weight" (W); readers that know only forward and backward reject such plans.
+constexpr std::pair<pipeline::BackwardPart, std::string_view> kPartNames[] = {
+    {pipeline::BackwardPart::kInputGradient, "backward_input"},
+    {pipeline::BackwardPart::kWeightGradient, "backward_weight"},
+};
+
+std::string instruction_type_name(InstructionType type, pipeline::BackwardPart part) {
+  for (const auto& [p, name] : kPartNames) {
+    if (type == InstructionType::kBackward && part == p) return std::string(name);
+  }
+  return std::string(pipeline::to_string(type));
+}
+
+}  // namespace
 
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json stages = nlohmann::json::array();
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     nlohmann::json instructions = nlohmann::json::array();
     for (const PlannedInstruction& i : plan.stages[s]) {
-      nlohmann::json entry = {{"type", pipeline::to_string(i.type)},
+      nlohmann::json entry = {{"type", instruction_type_name(i.type, i.part)},
                               {"microbatch", i.microbatch},
                               {"freq_mhz", i.freq_mhz},
                               {"time_s", i.time_s},
                               {"energy_j", i.energy_j}};
+      if (plan.virtual_stages > 1) entry["chunk"] = i.chunk;
       if (!i.knob.is_null()) entry["knob"] = i.knob;
       instructions.push_back(std::move(entry));
     }
@@ -63,6 +87,7 @@ nlohmann::json to_json(const Plan& plan) {
                         {"energy_scope", plan.energy_scope},
                         {"time_s", plan.time_s},
                         {"energy_j", plan.energy_j}};
+  if (plan.virtual_stages > 1) out["virtual_stages"] = plan.virtual_stages;
   if (!plan.source.is_null()) out["source"] = plan.source;
   out["stages"] = std::move(stages);
   return out;
@@ -115,10 +140,13 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
                                  kPlanFormatVersion));
   }
   auto schedule = pipeline::parse_schedule_kind(field<std::string>(json, "schedule", "", source));
-  if (!schedule) throw InputError({source, 0, 0, "schedule"}, "expected \"1f1b\" or \"gpipe\"");
+  if (!schedule) {
+    throw InputError({source, 0, 0, "schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
+  }
   plan.schedule = *schedule;
   plan.num_stages = integer_field(json, "num_stages", "", source, 1, 1 << 20);
   plan.num_microbatches = integer_field(json, "num_microbatches", "", source, 1, 1 << 20);
+  if (json.contains("virtual_stages")) plan.virtual_stages = integer_field(json, "virtual_stages", "", source, 1, 1 << 10);
   plan.p_blocking_w = field<double>(json, "p_blocking_w", "", source);
   plan.unit_time_s = field<double>(json, "unit_time_s", "", source);
   plan.energy_scope = field<std::string>(json, "energy_scope", "", source);
@@ -141,9 +169,20 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
       std::string path = fmt::format("{}.instructions[{}]", stage_path, k);
       const auto& entry = instructions[k];
       PlannedInstruction ins;
-      auto type = pipeline::parse_instruction_type(field<std::string>(entry, "type", path, source));
-      if (!type) throw InputError({source, 0, 0, path + ".type"}, "expected \"forward\" or \"backward\"");
+      const auto type_name = field<std::string>(entry, "type", path, source);
+      auto type = pipeline::parse_instruction_type(type_name);
+      for (const auto& [part, name] : kPartNames) {
+        if (type_name == name) {
+          type = InstructionType::kBackward;
+          ins.part = part;
+        }
+      }
+      if (!type) {
+        throw InputError({source, 0, 0, path + ".type"},
+                         "expected \"forward\", \"backward\", \"backward_input\" or \"backward_weight\"");
+      }
       ins.type = *type;
+      if (entry.contains("chunk")) ins.chunk = integer_field(entry, "chunk", path, source, 0, plan.virtual_stages - 1);
       ins.microbatch = integer_field(entry, "microbatch", path, source, 0, plan.num_microbatches - 1);
       ins.freq_mhz = field<double>(entry, "freq_mhz", path, source);
       ins.time_s = field<double>(entry, "time_s", path, source);
@@ -154,6 +193,52 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
     plan.stages.push_back(std::move(list));
   }
   return plan;
+}
+
+const PartitionKnob* InstructionKnobs::find(std::string_view key) const {
+  for (const PartitionKnob& k : partitions) {
+    if (k.key == key) return &k;
+  }
+  return nullptr;
+}
+
+InstructionKnobs instruction_knobs(const nlohmann::json& knob, const std::string& path,
+                                   const std::string& source) {
+  InstructionKnobs knobs;
+  if (!knob.is_object() || !knob.contains("partitions")) return knobs;
+  auto read_list = [&](const char* name, std::vector<PartitionKnob>& out) {
+    if (!knob.contains(name)) return;
+    std::string list_path = fmt::format("{}.{}", path, name);
+    const nlohmann::json& list = knob.at(name);
+    if (!list.is_array()) throw InputError({source, 0, 0, list_path}, "expected an array");
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      std::string entry_path = fmt::format("{}[{}]", list_path, k);
+      PartitionKnob entry;
+      entry.key = field<std::string>(list[k], "key", entry_path, source);
+      entry.slot = field<std::string>(list[k], "slot", entry_path, source);
+      entry.sms = integer_field(list[k], "sms", entry_path, source, 0, 1 << 20);
+      for (const PartitionKnob& seen : out) {
+        if (seen.key == entry.key) {
+          throw InputError({source, 0, 0, entry_path + ".key"},
+                           fmt::format("partition '{}' appears twice", entry.key));
+        }
+      }
+      out.push_back(std::move(entry));
+    }
+  };
+  read_list("partitions", knobs.partitions);
+  read_list("recompute", knobs.recompute);
+  return knobs;
+}
+
+nlohmann::json to_json(const InstructionKnobs& knobs) {
+  auto list = [](const std::vector<PartitionKnob>& entries) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const PartitionKnob& k : entries)
+      out.push_back({{"key", k.key}, {"slot", k.slot}, {"sms", k.sms}});
+    return out;
+  };
+  return {{"partitions", list(knobs.partitions)}, {"recompute", list(knobs.recompute)}};
 }
 
 void write_plan(const Plan& plan, const std::filesystem::path& path) {
@@ -183,6 +268,28 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
   }
   if (index) throw InputError({path.string(), 0, 0, ""}, "holds a single plan; --index applies to plan sets");
   return plan_from_json(json, path.string());
+}
+
+std::vector<Plan> read_plan_set(const std::filesystem::path& path) {
+  std::string text = read_text_file(path);
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!json.is_object() || json.value("format", "") != "kareus-plan-set") {
+    return {plan_from_json(json, path.string())};
+  }
+  const auto plans = json.value("plans", nlohmann::json::array());
+  if (!plans.is_array() || plans.empty()) {
+    throw InputError({path.string(), 0, 0, "plans"}, "expected a non-empty array of plans");
+  }
+  std::vector<Plan> out;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    out.push_back(plan_from_json(plans[i], fmt::format("{} plans[{}]", path.string(), i)));
+  }
+  return out;
 }
 
 }  // namespace kareus::plan

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kareus/pipeline/dag.hpp"
@@ -30,6 +31,9 @@ struct PlannedInstruction {
   nlohmann::json knob;  // null when the option has none (a Perseus plan)
   double time_s = 0;
   double energy_j = 0;
+  int chunk = 0;  // the stage's model chunk (interleaved schedules; 0 otherwise)
+  // A backward's part: whole, or a zero-bubble schedule's B ("backward_input") or W ("backward_weight").
+  pipeline::BackwardPart part = pipeline::BackwardPart::kWhole;
   bool operator==(const PlannedInstruction&) const = default;
 };
 
@@ -37,6 +41,7 @@ struct Plan {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
   int num_stages = 0;
   int num_microbatches = 0;
+  int virtual_stages = 1;  // model chunks per stage (interleaved)
   double p_blocking_w = 0;
   double unit_time_s = 0;
   std::string energy_scope;  // which GPUs the energy covers
@@ -46,6 +51,36 @@ struct Plan {
   std::vector<std::vector<PlannedInstruction>> stages;  // per stage, run order
   bool operator==(const Plan&) const = default;
 };
+
+// One partition's communication knob as `kareus plan` writes it under an instruction's `knob`
+// (docs/plan-format.md, "Kareus knobs"): the partition key, the launch slot of the other
+// nanobatch's collective and the SMs it gets.
+struct PartitionKnob {
+  std::string key;
+  std::string slot;
+  int sms = 0;
+  bool operator==(const PartitionKnob&) const = default;
+};
+
+// The communication knobs of one instruction: its own partitions and, with full activation
+// checkpointing, those of the forward recomputed before a backward. Both empty for a clock-only
+// plan (a Perseus profile's extra columns are not partition knobs).
+struct InstructionKnobs {
+  std::vector<PartitionKnob> partitions;
+  std::vector<PartitionKnob> recompute;
+  bool empty() const { return partitions.empty() && recompute.empty(); }
+  // The knob of `key` among `partitions` (not `recompute`); null when absent.
+  const PartitionKnob* find(std::string_view key) const;
+  bool operator==(const InstructionKnobs&) const = default;
+};
+
+// Reads an instruction's `knob`: a value without "partitions" has no Kareus knobs; one with it
+// must follow the schema, else an InputError naming `path` (e.g.
+// stages[0].instructions[2].knob.partitions[1].sms) in `source`.
+InstructionKnobs instruction_knobs(const nlohmann::json& knob, const std::string& path,
+                                   const std::string& source);
+// {"partitions": [...], "recompute": [...]}, both always present.
+nlohmann::json to_json(const InstructionKnobs& knobs);
 
 // The energy-scope sentence every plan and frontier carries.
 std::string energy_scope_for(int num_stages);
@@ -69,5 +104,8 @@ void write_plan(const Plan& plan, const std::filesystem::path& path);
 // Reads a kareus-plan file, or plan `index` of a kareus-plan-set file (as `kareus frontier --out`
 // writes); a set without an index, or an index out of range, is an InputError.
 Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index = std::nullopt);
+// Every plan of a kareus-plan-set file (a frontier, as `kareus frontier --out` and `kareus plan
+// --out` write it), in file order; a single kareus-plan file reads as a set of one.
+std::vector<Plan> read_plan_set(const std::filesystem::path& path);
 
 }  // namespace kareus::plan

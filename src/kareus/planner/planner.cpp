@@ -195,6 +195,8 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
                             const PlannerOptions& options, MeasurementCache& cache) {
   MethodResult result;
   result.method = method;
+  result.schedule = options.schedule;
+  result.virtual_stages = options.virtual_stages;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
   result.unit_time_s = options.unit_time_s;
   const std::int64_t calls_before = evaluator.calls(), failures_before = evaluator.failures();
@@ -247,9 +249,11 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     }
   }
 
-  result.table = compose::compose_option_table(job.model, job.parallel, points,
-                                               {result.p_static_w, options.overhead_factor});
-  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches);
+  result.table = pipeline::chunk_option_table(
+      compose::compose_option_table(job.model, job.parallel, points, {result.p_static_w, options.overhead_factor}),
+      result.virtual_stages);
+  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
+                                                   result.virtual_stages);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
 
@@ -294,66 +298,37 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
 
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options) {
+  if (pipeline::splits_backward(options.schedule)) {
+    throw InputError({"", 0, 0, "--schedule"},
+                     fmt::format("{} splits each backward into B and W, whose options the frontier solver does not "
+                                 "read yet (it takes forward and backward options per stage)",
+                                 pipeline::to_string(options.schedule)));
+  }
+  // Checked before any measurement: the schedule itself, then whole layers per chunk.
+  try {
+    (void)pipeline::PipelineSchedule::make(options.schedule, job.parallel.pp, job.parallel.microbatches,
+                                           options.virtual_stages);
+  } catch (const InputError& e) {
+    throw InputError({"", 0, 0, "--schedule"}, e.what());
+  }
+  for (std::size_t s = 0; s < job.parallel.layers_per_stage.size(); ++s) {
+    if (job.parallel.layers_per_stage[s] % options.virtual_stages != 0) {
+      throw InputError({"", 0, 0, "--virtual-stages"},
+                       fmt::format("stage {} holds {} layers, which do not split into {} chunks of whole layers", s,
+                                   job.parallel.layers_per_stage[s], options.virtual_stages));
+    }
+  }
   MeasurementCache cache;
   return run_with_cache(method, job, evaluator, options, cache);
 }
 
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {
-  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches);
+  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
+                                                   result.virtual_stages);
   pipeline::InstructionDag dag(schedule);
   plan::PlanContext context{result.schedule, job.parallel.microbatches, result.p_static_w, result.unit_time_s,
                             {{"method", std::string(to_string(result.method))}, {"job", job.name}}};
   return plan::make_plan(result.table, dag, point, context);
-}
-
-namespace {
-
-struct EvaluationConfig {
-  const char* name;
-  const char* model;
-  int tp, cp, mbs, seq;
-};
-
-// The ten configurations of the Kareus evaluation: A100, PP 2, 8 microbatches.
-constexpr EvaluationConfig kEvaluationConfigs[] = {
-    {"llama3.2-3b-tp8-mbs8-seq4096", "llama-3.2-3b", 8, 1, 8, 4096},
-    {"llama3.2-3b-cp2tp4-mbs8-seq4096", "llama-3.2-3b", 4, 2, 8, 4096},
-    {"llama3.2-3b-cp2tp4-mbs8-seq8192", "llama-3.2-3b", 4, 2, 8, 8192},
-    {"llama3.2-3b-cp2tp4-mbs16-seq4096", "llama-3.2-3b", 4, 2, 16, 4096},
-    {"qwen3-1.7b-tp8-mbs8-seq4096", "qwen3-1.7b", 8, 1, 8, 4096},
-    {"qwen3-1.7b-tp8-mbs8-seq8192", "qwen3-1.7b", 8, 1, 8, 8192},
-    {"qwen3-1.7b-tp8-mbs16-seq4096", "qwen3-1.7b", 8, 1, 16, 4096},
-    {"qwen3-1.7b-cp2tp4-mbs8-seq4096", "qwen3-1.7b", 4, 2, 8, 4096},
-    {"qwen3-1.7b-cp2tp4-mbs8-seq8192", "qwen3-1.7b", 4, 2, 8, 8192},
-    {"qwen3-1.7b-cp2tp4-mbs16-seq4096", "qwen3-1.7b", 4, 2, 16, 4096},
-};
-
-}  // namespace
-
-std::vector<std::string> evaluation_config_names() {
-  std::vector<std::string> names;
-  for (const auto& c : kEvaluationConfigs) names.emplace_back(c.name);
-  return names;
-}
-
-Job evaluation_config(std::string_view name) {
-  for (const auto& c : kEvaluationConfigs) {
-    if (name != c.name) continue;
-    Job job;
-    job.model = workload::load_model(c.model);
-    workload::ParallelConfig p;
-    p.tp = c.tp;
-    p.cp = c.cp;
-    p.pp = 2;
-    p.microbatch_size = c.mbs;
-    p.seq_len = c.seq;
-    p.microbatches = 8;
-    job.parallel = workload::validated(job.model, p);
-    job.name = c.name;
-    return job;
-  }
-  throw InputError({"", 0, 0, "--preset"}, fmt::format("unknown configuration '{}'; known: {}", name,
-                                                       fmt::join(evaluation_config_names(), ", ")));
 }
 
 }  // namespace kareus::planner

@@ -18,6 +18,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,10 @@ struct PlannerOptions {
   std::optional<double> p_static_w;  // default: the evaluator GPU's static power
   double overhead_factor = 1.0;      // see compose.hpp
   double unit_time_s = 1e-3;
+  // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
+  // chunk's instruction a 1/V share of the stage's (so a stage's layers must divide by V).
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int virtual_stages = 1;
   search::PartitionSearchOptions search;      // Kareus's per-partition search
   std::optional<std::filesystem::path> journal_dir;  // <dir>/<key>.journal.jsonl; none = in memory
   std::function<void(const std::string&)> progress;  // one line per finished partition, if set
@@ -55,6 +60,7 @@ struct PlannerOptions {
 struct MethodResult {
   Method method = Method::kKareus;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int virtual_stages = 1;
   double p_static_w = 0;
   double unit_time_s = 0;
   pipeline::OptionTable table;
@@ -73,6 +79,8 @@ std::vector<workload::Partition> job_partitions(const Job& job);
 // of every partition. Kareus runs on any evaluator, from what it can cost, and takes in the plans
 // of every baseline that can run.
 // Throws InputError with unsupported_reason() when `method` cannot run on the evaluator.
+// Throws InputError for a schedule the solver cannot plan yet (zb-h1: its W instructions need
+// options of their own) or layers that do not split into the virtual stages.
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options);
 
@@ -89,8 +97,13 @@ std::vector<double> method_clocks_mhz(Method method, const Job& job, const evalu
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point);
 
 // The ten configurations of the Kareus evaluation (A100, PP 2), by name, e.g.
-// "llama3.2-3b-tp8-mbs8-seq4096" or "qwen3-1.7b-cp2tp4-mbs8-seq8192".
+// "llama3.2-3b-tp8-mbs8-seq4096" or "qwen3-1.7b-cp2tp4-mbs8-seq8192", read from
+// data/configs/kareus-osdi26.json (evaluation_configs.cpp).
 std::vector<std::string> evaluation_config_names();
 Job evaluation_config(std::string_view name);  // InputError listing the names when unknown
+
+// The configurations a `kareus-evaluation-configs` document describes, in its order; `source`
+// names the document in errors (InputError with the JSON path at fault).
+std::vector<Job> parse_evaluation_configs(const nlohmann::json& doc, const std::string& source);
 
 }  // namespace kareus::planner

@@ -28,7 +28,8 @@ std::string escape(const std::string& text) {
 
 std::string clock_timeline_svg(const plan::Plan& plan) {
   // Start times from the plan's own dependency DAG and option times.
-  auto schedule = pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches);
+  auto schedule =
+      pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
   pipeline::InstructionDag dag(schedule);
   std::vector<double> durations;
   std::vector<double> clocks;

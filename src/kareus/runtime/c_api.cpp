@@ -241,10 +241,54 @@ kareus_status kareus_cursor_on_instruction_begin(kareus_cursor* cursor, const ch
     if (microbatch >= 0) mb = microbatch;
     const CommKnobs& knobs =
         c.cursor->on_instruction_begin(std::string_view(need_text(type, "type")), mb);
-    nlohmann::json json = nlohmann::json::object();
-    for (const auto& [key, knob] : knobs) json[key] = knob;
-    c.knobs_json = json.dump();
+    c.knobs_json = plan::to_json(knobs).dump();
     if (out_knobs_json) *out_knobs_json = c.knobs_json.c_str();
+  });
+}
+
+kareus_status kareus_cursor_new_frontier(const char* plans_path, const char* start, int stage,
+                                         kareus_controller* controller, kareus_cursor** out) {
+  return guarded([&] {
+    auto& slot = need(out, "out");
+    plan::Target target = start ? plan::parse_target(start) : plan::Target{};
+    auto handle = std::make_unique<kareus_cursor>();
+    if (controller) handle->controller = controller->controller;
+    handle->cursor = std::make_unique<PlanCursor>(PlanCursor::open_frontier(
+        need_text(plans_path, "plans_path"), stage, handle->controller.get(), target));
+    slot = handle.release();
+  });
+}
+
+kareus_status kareus_cursor_iteration(const kareus_cursor* cursor, long* out_iteration) {
+  return guarded(
+      [&] { need(out_iteration, "out_iteration") = need(cursor, "cursor").cursor->iteration(); });
+}
+
+kareus_status kareus_cursor_set_target_time(kareus_cursor* cursor, double target_time_s,
+                                            long effective_iteration, size_t* out_plan_index) {
+  return guarded([&] {
+    std::size_t chosen =
+        need(cursor, "cursor").cursor->set_target_time(target_time_s, effective_iteration);
+    if (out_plan_index) *out_plan_index = chosen;
+  });
+}
+
+kareus_status kareus_cursor_on_straggler(kareus_cursor* cursor, double iteration_time_s,
+                                         long effective_iteration, size_t* out_plan_index) {
+  return guarded([&] {
+    std::size_t chosen =
+        need(cursor, "cursor").cursor->on_straggler(iteration_time_s, effective_iteration);
+    if (out_plan_index) *out_plan_index = chosen;
+  });
+}
+
+kareus_status kareus_cursor_plan_index(const kareus_cursor* cursor, size_t* out_plan_index,
+                                       double* out_time_s, double* out_energy_j) {
+  return guarded([&] {
+    const PlanCursor& c = *need(cursor, "cursor").cursor;
+    if (out_plan_index) *out_plan_index = c.plan_index();
+    if (out_time_s) *out_time_s = c.plan().time_s;
+    if (out_energy_j) *out_energy_j = c.plan().energy_j;
   });
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <optional>
 #include <thread>
 
@@ -45,8 +46,12 @@ struct FrequencyController::Worker {
   ControllerGpuStats stats;
 
   // Held across every device call, by the worker and by resets, so a reset is never undone by
-  // a set still in flight.
-  std::mutex device_mutex;
+  // a set still in flight. Timed: an emergency reset gives up on a GPU whose call hangs.
+  std::timed_mutex device_mutex;
+  // The power limit found at start, when start changed it; put back at stop.
+  std::optional<int> start_power_limit_mw;
+  int running_power_limit_mw = 0;
+  std::string power_limit_note;   // what happened to the power limit, for report()
   std::optional<Target> applied;  // what the device has; nullopt: unknown
 
   std::thread thread;
@@ -69,7 +74,18 @@ FrequencyController::FrequencyController(std::vector<std::shared_ptr<Gpu>> gpus,
   try {
     for (auto& w : workers_) {
       try {
-        if (options_.reset_power_limit) w->gpu->reset_power_limit();
+        if (options_.reset_power_limit) {
+          // An administrator's cap is remembered and restored at stop: the plan's clocks are
+          // planned at the default limit, but the machine's setting outlives the job.
+          int before_mw = w->gpu->power_limit_mw();
+          int default_mw = w->gpu->power_limit_constraints().default_power_limit_mw;
+          if (before_mw != default_mw) {
+            std::lock_guard device(w->device_mutex);
+            w->start_power_limit_mw = before_mw;  // before the call, as for the memory clock
+            w->gpu->reset_power_limit();
+            w->running_power_limit_mw = default_mw;
+          }
+        }
         if (options_.lock_memory_clock) {
           auto memory = w->gpu->supported_memory_clocks_mhz();
           if (!memory.empty()) {
@@ -81,10 +97,12 @@ FrequencyController::FrequencyController(std::vector<std::shared_ptr<Gpu>> gpus,
         }
       } catch (const GpuPermissionError& e) {
         w->memory_locked = false;
+        w->start_power_limit_mw.reset();
         if (options_.require_privilege) throw;
         missing_privilege(e);
       } catch (const GpuNotSupportedError& e) {
         w->memory_locked = false;
+        w->start_power_limit_mw.reset();
         spdlog::warn("{}; continuing without it", e.what());
       }
     }
@@ -103,7 +121,7 @@ FrequencyController::FrequencyController(std::vector<std::shared_ptr<Gpu>> gpus,
         w->thread.join();
       }
     }
-    reset_devices(/*quiet=*/true);
+    reset_devices(/*quiet=*/true, nullptr);
     unregister_for_reset(this);
     throw;
   }
@@ -261,9 +279,22 @@ void FrequencyController::wait_idle() {
   }
 }
 
-void FrequencyController::reset_devices(bool quiet) noexcept {
+void FrequencyController::reset_devices(
+    bool quiet, const std::chrono::steady_clock::time_point* deadline) noexcept {
   for (auto& w : workers_) {
-    std::lock_guard device(w->device_mutex);
+    std::unique_lock device(w->device_mutex, std::defer_lock);
+    if (deadline) {
+      // A worker stuck in a device call holds the lock: skip that GPU, reset the others.
+      if (!device.try_lock_until(*deadline)) {
+        std::fprintf(stderr,
+                     "kareus: GPU %d does not answer (a device call hangs); its clocks were not "
+                     "reset: run `nvidia-smi -rgc -i %d`\n",
+                     w->gpu->index(), w->gpu->index());
+        continue;
+      }
+    } else {
+      device.lock();
+    }
     try {
       w->gpu->reset_locked_sm_clocks();
       w->applied = Target{false, 0};
@@ -281,12 +312,28 @@ void FrequencyController::reset_devices(bool quiet) noexcept {
           spdlog::error("resetting GPU {}'s memory clock failed: {}", w->gpu->index(), e.what());
       }
     }
+    if (w->start_power_limit_mw) {
+      int restore_mw = *w->start_power_limit_mw;
+      try {
+        w->gpu->set_power_limit_mw(restore_mw);
+        w->start_power_limit_mw.reset();
+        w->power_limit_note = fmt::format(
+            "power limit {:.0f} W at start, the default {:.0f} W while running, restored to "
+            "{:.0f} W",
+            restore_mw / 1e3, w->running_power_limit_mw / 1e3, restore_mw / 1e3);
+      } catch (const std::exception& e) {
+        w->power_limit_note = fmt::format("power limit {:.0f} W at start NOT restored: {}",
+                                          restore_mw / 1e3, e.what());
+        if (!quiet) spdlog::error("GPU {}: {}", w->gpu->index(), w->power_limit_note);
+      }
+    }
   }
 }
 
 void FrequencyController::emergency_reset() noexcept {
   halted_ = true;
-  reset_devices(/*quiet=*/false);
+  const auto deadline = std::chrono::steady_clock::now() + kEmergencyDeviceWait;
+  reset_devices(/*quiet=*/false, &deadline);
 }
 
 void FrequencyController::stop() {
@@ -303,7 +350,7 @@ void FrequencyController::stop() {
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
   }
-  reset_devices(/*quiet=*/false);
+  reset_devices(/*quiet=*/false, nullptr);
   spdlog::debug("frequency controller stopped; clocks reset\n{}", report());
   // Last: until here a signal or exit must still be able to reset the clocks.
   unregister_for_reset(this);
@@ -316,6 +363,21 @@ ControllerGpuStats FrequencyController::stats(std::size_t position) const {
   return w.stats;
 }
 
+std::string FrequencyController::power_limit_note(std::size_t position) const {
+  gpu(position);  // range check
+  Worker& w = *workers_[position];
+  std::unique_lock device(w.device_mutex, std::defer_lock);
+  if (!device.try_lock_for(std::chrono::milliseconds(100))) return "";
+  if (!w.power_limit_note.empty()) return w.power_limit_note;
+  if (w.start_power_limit_mw) {
+    return fmt::format(
+        "power limit {:.0f} W at start, the default {:.0f} W while running (restored "
+        "at stop)",
+        *w.start_power_limit_mw / 1e3, w.running_power_limit_mw / 1e3);
+  }
+  return "";
+}
+
 std::string FrequencyController::report() const {
   std::string out;
   for (std::size_t k = 0; k < workers_.size(); ++k) {
@@ -326,6 +388,8 @@ std::string FrequencyController::report() const {
         "set latency median {:.3f} ms, mean {:.3f} ms, max {:.3f} ms\n",
         workers_[k]->gpu->index(), s.requests, s.applied, s.unchanged, s.superseded, s.snapped,
         s.errors, s.median_latency_s() * 1e3, s.mean_latency_s() * 1e3, s.max_latency_s * 1e3);
+    std::string note = power_limit_note(k);
+    if (!note.empty()) out += fmt::format("GPU {}: {}\n", workers_[k]->gpu->index(), note);
   }
   return out;
 }

@@ -5,12 +5,15 @@
 // latency is recorded (stats(), report()).
 //
 // At start the memory clock is locked to its maximum (SM clocks are planned at it) and the power
-// limit is reset to the default, so the plan's clocks are what the GPU runs. The locked clocks are
-// always put back: on stop(), destruction, normal exit, an uncaught exception (std::terminate),
-// SIGINT and SIGTERM (reset_guard.hpp). A clock the GPU does not support is snapped to the nearest
-// supported one, with one warning per GPU. Missing privilege (clock setting needs root or
-// CAP_SYS_ADMIN) is one clear error message, after which the controller keeps the clocks as they
-// are and the job runs on; with `require_privilege` the constructor throws instead.
+// limit is reset to the default, so the plan's clocks are what the GPU runs. The locked clocks and
+// the power limit found at start (an administrator's cap) are always put back: on stop(),
+// destruction, normal exit, an uncaught exception (std::terminate), SIGINT and SIGTERM
+// (reset_guard.hpp); report() says what the power limit was and that it was restored. On a signal
+// or exit, a GPU whose device call hangs is skipped after kEmergencyDeviceWait (all GPUs together)
+// so that the others are still reset and the process can end. A clock the GPU does not support is
+// snapped to the nearest supported one, with one warning per GPU. Missing privilege (clock setting
+// needs root or CAP_SYS_ADMIN) is one clear error message, after which the controller keeps the
+// clocks as they are and the job runs on; with `require_privilege` the constructor throws instead.
 //
 // Thread-safety: request_*, wait_idle, stats and report may be called from any thread; stop() from
 // one thread at a time. After a signal or exit reset the controller is halted: requests are
@@ -23,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,9 +37,12 @@
 
 namespace kareus::runtime {
 
+// How long an emergency reset (signal, exit, terminate) waits for GPUs busy in a device call.
+inline constexpr std::chrono::milliseconds kEmergencyDeviceWait{1000};
+
 struct FrequencyControllerOptions {
   bool lock_memory_clock = true;   // to the highest supported, at start (reset at stop)
-  bool reset_power_limit = true;   // to the default, at start
+  bool reset_power_limit = true;   // to the default, at start (the start value restored at stop)
   bool reset_on_signals = true;    // SIGINT / SIGTERM reset the clocks, then re-raise
   bool require_privilege = false;  // throw GpuPermissionError at start instead of warning
 };
@@ -84,8 +91,11 @@ class FrequencyController final : private EmergencyResettable {
   bool clocks_enabled() const { return clocks_enabled_.load(); }
   bool halted() const { return halted_.load(); }
   ControllerGpuStats stats(std::size_t position) const;
-  // One line per GPU: requests, changes, latency.
+  // One line per GPU: requests, changes, latency; and a line on the power limit where start
+  // changed it (its value at start, and whether it was restored).
   std::string report() const;
+  // That power-limit line's text; empty when start left the limit alone.
+  std::string power_limit_note(std::size_t position) const;
 
  private:
   struct Target;
@@ -93,7 +103,8 @@ class FrequencyController final : private EmergencyResettable {
   void enqueue(Worker& worker, const Target& target, bool snapped, int requested_mhz);
   void run_worker(Worker& worker);
   void missing_privilege(const GpuPermissionError& error);
-  void reset_devices(bool quiet) noexcept;
+  // `deadline`: give up on GPUs whose device lock is not free by then (emergencies only).
+  void reset_devices(bool quiet, const std::chrono::steady_clock::time_point* deadline) noexcept;
   void emergency_reset() noexcept override;
 
   FrequencyControllerOptions options_;

@@ -1,6 +1,6 @@
 // The GPU device interface of the runtime: one thin method per management call, the unit in every
-// name, and a collection that owns the one translation from the indices a CUDA process sees
-// (CUDA_VISIBLE_DEVICES) to the driver's.
+// name, and a collection of the GPUs a CUDA process sees, in CUDA's numbering (cuda_order.hpp
+// translates it to the driver's).
 //
 // Implementations: NvmlGpu (a real GPU through NVML, loaded at run time), FakeGpu (a simulated
 // device for tests and demos) and ReplayGpu (a recorded energy log played back).
@@ -82,14 +82,6 @@ class Gpu {
 // The supported clock nearest to `clock_mhz` (ties go to the higher clock, the safe side for
 // time); `clock_mhz` itself when `supported_mhz` is empty.
 int nearest_clock_mhz(const std::vector<int>& supported_mhz, int clock_mhz);
-
-// The driver indices a CUDA process sees, in CUDA order, from the value of CUDA_VISIBLE_DEVICES
-// (nullopt: unset, every device) and the number of devices the driver has. Follows CUDA: entries
-// are read up to the first invalid one (not an index, out of range, or repeated) and the rest are
-// ignored, with a warning. Device UUIDs (GPU-..., MIG-...) are an InputError: translate them to
-// indices first.
-std::vector<int> visible_device_indices(const std::optional<std::string_view>& cuda_visible_devices,
-                                        int device_count);
 
 // The GPUs of this process, indexed as CUDA indexes them.
 //

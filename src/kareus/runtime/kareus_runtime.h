@@ -16,7 +16,7 @@
  *   kareus_gpu_open_nvml(0, &gpu);
  *   kareus_controller_new(&gpu, 1, &controller);
  *   kareus_cursor_new("plan.json", -1, stage, controller, &cursor);
- *   kareus_cursor_on_instruction_begin(cursor, "forward", -1, &knobs);   // knobs: JSON object
+ *   kareus_cursor_on_instruction_begin(cursor, "forward", -1, &knobs);   // knobs: JSON (see below)
  */
 #ifndef KAREUS_RUNTIME_H_
 #define KAREUS_RUNTIME_H_
@@ -35,7 +35,7 @@ typedef enum kareus_status {
   KAREUS_ERROR_INTERNAL = 4    /* a bug in Kareus */
 } kareus_status;
 
-typedef struct kareus_clock kareus_clock;           /* a hand-advanced time source */
+typedef struct kareus_clock kareus_clock; /* a hand-advanced time source */
 typedef struct kareus_gpu kareus_gpu;
 typedef struct kareus_controller kareus_controller;
 typedef struct kareus_cursor kareus_cursor;
@@ -71,8 +71,9 @@ kareus_status kareus_fake_gpu_set_load(kareus_gpu* gpu, double load);
 kareus_status kareus_fake_gpu_locked_sm_clock_mhz(const kareus_gpu* gpu, int* out_locked,
                                                   int* out_mhz);
 
-/* Frequency controller over `count` GPUs: memory clock locked to its maximum, power limit reset,
- * clocks reset on stop/free/exit/SIGINT/SIGTERM. Requests never block. */
+/* Frequency controller over `count` GPUs: memory clock locked to its maximum, power limit reset to
+ * the default (the limit found at start is restored), clocks reset on stop/free/exit/SIGINT/SIGTERM.
+ * Requests never block. */
 kareus_status kareus_controller_new(kareus_gpu* const* gpus, size_t count, kareus_controller** out);
 kareus_status kareus_controller_request_sm_clock(kareus_controller* controller, int clock_mhz);
 kareus_status kareus_controller_request_reset(kareus_controller* controller);
@@ -90,12 +91,34 @@ void kareus_controller_free(kareus_controller* controller);
  * index into a plan set. `controller` may be NULL (knobs only). */
 kareus_status kareus_cursor_new(const char* plan_path, int plan_index, int stage,
                                 kareus_controller* controller, kareus_cursor** out);
-/* type: "forward" or "backward"; microbatch < 0: not checked. *out_knobs_json: a JSON object of
- * partition key -> knob ("{}" without knobs), valid until the cursor's next call or free. */
+/* A cursor over every plan of a plan set (plans.json: a frontier), starting on the one `start`
+ * selects: "max-throughput" (also for NULL), "min-energy", "deadline:SECONDS" or "energy:JOULES".
+ */
+kareus_status kareus_cursor_new_frontier(const char* plans_path, const char* start, int stage,
+                                         kareus_controller* controller, kareus_cursor** out);
+/* type: "forward" or "backward"; microbatch < 0: not checked. *out_knobs_json: the instruction's
+ * knobs in the plan's schema (docs/plan-format.md), always both lists:
+ *   {"partitions": [{"key": "fwd_attn", "slot": "linear_1", "sms": 12}, ...], "recompute": [...]}
+ * (both empty without knobs); valid until the cursor's next call or free. */
 kareus_status kareus_cursor_on_instruction_begin(kareus_cursor* cursor, const char* type,
                                                  int microbatch, const char** out_knobs_json);
 kareus_status kareus_cursor_on_step_end(kareus_cursor* cursor);
 kareus_status kareus_cursor_position(const kareus_cursor* cursor, size_t* out_position);
+/* Iterations ended so far (0-based index of the running one). */
+kareus_status kareus_cursor_iteration(const kareus_cursor* cursor, long* out_iteration);
+/* Stragglers: from iteration `effective_iteration` on, run the least-energy plan of the frontier
+ * that takes at most `target_time_s` per iteration (the fastest when none does). Every rank of a
+ * pipeline must make the call with the same effective_iteration, which must not have begun on
+ * the calling rank (KAREUS_ERROR_INPUT otherwise): that is how all ranks switch at one iteration.
+ * *out_plan_index (may be NULL): the plan chosen. on_straggler takes the straggler pipeline's
+ * iteration time and does the same. */
+kareus_status kareus_cursor_set_target_time(kareus_cursor* cursor, double target_time_s,
+                                            long effective_iteration, size_t* out_plan_index);
+kareus_status kareus_cursor_on_straggler(kareus_cursor* cursor, double iteration_time_s,
+                                         long effective_iteration, size_t* out_plan_index);
+/* The plan the running iteration follows (its index in the frontier), and its time and energy. */
+kareus_status kareus_cursor_plan_index(const kareus_cursor* cursor, size_t* out_plan_index,
+                                       double* out_time_s, double* out_energy_j);
 void kareus_cursor_free(kareus_cursor* cursor);
 
 /* Energy monitor over `count` GPUs; log_csv and clock may be NULL. */

@@ -26,6 +26,14 @@ constexpr nvmlReturn_t kNvmlErrorNotSupported = 3;
 constexpr nvmlReturn_t kNvmlErrorInsufficientSize = 7;
 constexpr int kNvmlClockSm = 1;                     // nvmlClockType_t NVML_CLOCK_SM
 constexpr unsigned kNvmlDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned kNvmlDeviceUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+
+// nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3 fills it.
+struct NvmlPciInfo {
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
 
 enum class NvmlErrorKind { kGeneric, kPermission, kNotSupported };
 
@@ -117,6 +125,8 @@ struct NvmlLibrary::Api {
   nvmlReturn_t (*device_set_power_management_limit)(nvmlDevice_t, unsigned);
   nvmlReturn_t (*device_get_total_energy_consumption)(nvmlDevice_t, unsigned long long*);
   nvmlReturn_t (*device_get_power_usage)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*device_get_pci_info_v3)(nvmlDevice_t, NvmlPciInfo*);
+  nvmlReturn_t (*device_get_uuid)(nvmlDevice_t, char*, unsigned);
 };
 
 void throw_nvml_error(int code, std::string_view error_string, std::string_view operation,
@@ -195,6 +205,10 @@ std::shared_ptr<NvmlLibrary> NvmlLibrary::load(const std::string& path) {
             handle, "nvmlDeviceGetTotalEnergyConsumption", path);
     api->device_get_power_usage =
         resolve<decltype(api->device_get_power_usage)>(handle, "nvmlDeviceGetPowerUsage", path);
+    api->device_get_pci_info_v3 =
+        resolve<decltype(api->device_get_pci_info_v3)>(handle, "nvmlDeviceGetPciInfo_v3", path);
+    api->device_get_uuid =
+        resolve<decltype(api->device_get_uuid)>(handle, "nvmlDeviceGetUUID", path);
     nvmlReturn_t status = api->init_v2();
     if (status != kNvmlSuccess) {
       throw DeviceError(
@@ -444,10 +458,30 @@ double NvmlGpu::energy_update_period_s() const {
   return integrator_ ? options_.power_sample_period_s : options_.energy_update_period_s;
 }
 
+std::vector<NvmlDeviceIdentity> nvml_device_identities(const NvmlLibrary& library) {
+  const auto& api = library.api();
+  std::vector<NvmlDeviceIdentity> identities;
+  for (int index = 0; index < library.device_count(); ++index) {
+    nvmlDevice_t device = nullptr;
+    library.check(api.device_get_handle_by_index_v2(static_cast<unsigned>(index), &device),
+                  "nvmlDeviceGetHandleByIndex_v2", index);
+    NvmlPciInfo pci{};
+    library.check(api.device_get_pci_info_v3(device, &pci), "nvmlDeviceGetPciInfo_v3", index);
+    char uuid[kNvmlDeviceUuidBufferSize] = {};
+    library.check(api.device_get_uuid(device, uuid, kNvmlDeviceUuidBufferSize), "nvmlDeviceGetUUID",
+                  index);
+    char name[kNvmlDeviceNameBufferSize] = {};
+    library.check(api.device_get_name(device, name, kNvmlDeviceNameBufferSize), "nvmlDeviceGetName",
+                  index);
+    pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+    identities.push_back({index, pci.bus_id, uuid, name});
+  }
+  return identities;
+}
+
 std::vector<int> cuda_visible_nvml_indices(const NvmlLibrary& library) {
-  std::optional<std::string_view> env;
-  if (const char* value = std::getenv("CUDA_VISIBLE_DEVICES")) env = value;
-  return visible_device_indices(env, library.device_count());
+  return cuda_to_nvml_indices(CudaEnvironment::from_process(), nvml_device_identities(library),
+                              cuda_pci_bus_ids());
 }
 
 std::shared_ptr<NvmlGpu> open_nvml_gpu(int cuda_index, NvmlGpuOptions options) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "kareus/runtime/cuda_order.hpp"
 #include "kareus/runtime/gpu.hpp"
 
 namespace kareus::runtime {
@@ -101,8 +102,11 @@ class NvmlGpu final : public Gpu {
   std::unique_ptr<PowerIntegrator> integrator_;  // only without an energy counter
 };
 
-// The driver indices of the GPUs this process sees, in CUDA order: the one place that reads
-// CUDA_VISIBLE_DEVICES (see visible_device_indices).
+// PCI bus id, UUID and name of every device NVML has, by NVML index.
+std::vector<NvmlDeviceIdentity> nvml_device_identities(const NvmlLibrary& library);
+
+// The driver indices of the GPUs this process sees, in CUDA order, matched by PCI bus id
+// (cuda_order.hpp: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are honoured, ambiguity refused).
 std::vector<int> cuda_visible_nvml_indices(const NvmlLibrary& library);
 
 // The GPU CUDA calls `cuda_index` in this process. Throws DeviceError ("NVML not available: ...")

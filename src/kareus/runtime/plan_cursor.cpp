@@ -1,45 +1,77 @@
 #include "kareus/runtime/plan_cursor.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/pareto.hpp"
 
 namespace kareus::runtime {
 
-CommKnobs partition_knobs(const nlohmann::json& knob) {
-  CommKnobs knobs;
-  if (!knob.is_object()) return knobs;
-  const nlohmann::json& source =
-      knob.contains("partitions") && knob["partitions"].is_object() ? knob["partitions"] : knob;
-  for (const auto& [key, value] : source.items()) {
-    if (value.is_object()) knobs.emplace(key, value);
+PlanCursor::StagePlan PlanCursor::load(plan::Plan plan, const std::string& source) const {
+  if (stage_ < 0 || stage_ >= static_cast<int>(plan.stages.size())) {
+    throw InputError({source, 0, 0, "stages"},
+                     fmt::format("stage {} is not in the plan, which has {} stage{}", stage_,
+                                 plan.stages.size(), plan.stages.size() == 1 ? "" : "s"));
   }
-  return knobs;
+  StagePlan loaded;
+  loaded.instructions = plan.stages[static_cast<std::size_t>(stage_)];
+  if (loaded.instructions.empty()) {
+    throw InputError({source, 0, 0, fmt::format("stages[{}].instructions", stage_)}, "is empty");
+  }
+  for (std::size_t k = 0; k < loaded.instructions.size(); ++k) {
+    double f = loaded.instructions[k].freq_mhz;
+    if (!std::isfinite(f) || f < 1 || f > 1e6) {
+      throw InputError({source, 0, 0, field(k) + ".freq_mhz"},
+                       fmt::format("{} is not a usable SM clock in MHz", f));
+    }
+    loaded.clocks_mhz.push_back(static_cast<int>(std::lround(f)));
+    loaded.knobs.push_back(
+        plan::instruction_knobs(loaded.instructions[k].knob, field(k) + ".knob", source));
+  }
+  loaded.plan = std::move(plan);
+  return loaded;
 }
 
 PlanCursor::PlanCursor(plan::Plan plan, int stage, FrequencyController* controller,
                        std::string source)
-    : plan_(std::move(plan)), stage_(stage), controller_(controller), source_(std::move(source)) {
-  if (stage < 0 || stage >= static_cast<int>(plan_.stages.size())) {
-    throw InputError({source_, 0, 0, "stages"},
-                     fmt::format("stage {} is not in the plan, which has {} stage{}", stage,
-                                 plan_.stages.size(), plan_.stages.size() == 1 ? "" : "s"));
+    : stage_(stage), controller_(controller), source_(std::move(source)) {
+  plans_.push_back(load(std::move(plan), source_));
+}
+
+PlanCursor::PlanCursor(std::vector<plan::Plan> frontier, std::size_t start, int stage,
+                       FrequencyController* controller, std::string source)
+    : stage_(stage), controller_(controller), source_(std::move(source)) {
+  if (frontier.empty()) throw InputError({source_, 0, 0, "plans"}, "the frontier holds no plans");
+  if (start >= frontier.size()) {
+    throw InputError({source_, 0, 0, "plans"},
+                     fmt::format("start plan {} is out of range: the frontier holds {}", start,
+                                 frontier.size()));
   }
-  instructions_ = plan_.stages[static_cast<std::size_t>(stage)];
-  if (instructions_.empty()) {
-    throw InputError({source_, 0, 0, fmt::format("stages[{}].instructions", stage)}, "is empty");
-  }
-  for (std::size_t k = 0; k < instructions_.size(); ++k) {
-    double f = instructions_[k].freq_mhz;
-    if (!std::isfinite(f) || f < 1 || f > 1e6) {
-      throw InputError({source_, 0, 0, field(k) + ".freq_mhz"},
-                       fmt::format("{} is not a usable SM clock in MHz", f));
+  for (std::size_t i = 0; i < frontier.size(); ++i) {
+    const plan::Plan& first = frontier.front();
+    const plan::Plan& p = frontier[i];
+    std::string where = fmt::format("{} plans[{}]", source_, i);
+    if (p.schedule != first.schedule || p.num_stages != first.num_stages ||
+        p.num_microbatches != first.num_microbatches) {
+      throw InputError(
+          {where, 0, 0, "schedule"},
+          fmt::format("runs {} over {} stages and {} microbatches, but plans[0] runs {} over {} "
+                      "and {}: a frontier's plans must be of one job",
+                      pipeline::to_string(p.schedule), p.num_stages, p.num_microbatches,
+                      pipeline::to_string(first.schedule), first.num_stages,
+                      first.num_microbatches));
     }
-    clocks_mhz_.push_back(static_cast<int>(std::lround(f)));
-    knobs_.push_back(partition_knobs(instructions_[k].knob));
+    if (!(p.time_s > 0) || !std::isfinite(p.time_s) || !std::isfinite(p.energy_j)) {
+      throw InputError({where, 0, 0, "time_s"},
+                       "needs a positive time_s and a finite energy_j to be selectable");
+    }
+    plans_.push_back(load(std::move(frontier[i]), where));
   }
+  plan_index_ = start;
 }
 
 PlanCursor PlanCursor::open(const std::filesystem::path& path, int stage,
@@ -48,12 +80,81 @@ PlanCursor PlanCursor::open(const std::filesystem::path& path, int stage,
   return PlanCursor(plan::read_plan(path, index), stage, controller, source);
 }
 
-const plan::PlannedInstruction& PlanCursor::instruction(std::size_t position) const {
-  if (position >= instructions_.size()) {
-    throw InputError(fmt::format("position {} is past stage {}'s {} instructions", position, stage_,
-                                 instructions_.size()));
+namespace {
+
+std::vector<TimeEnergy> points_of(const std::vector<plan::Plan>& plans) {
+  std::vector<TimeEnergy> points;
+  for (const plan::Plan& p : plans) points.push_back({p.time_s, p.energy_j});
+  return points;
+}
+
+}  // namespace
+
+PlanCursor PlanCursor::open_frontier(const std::filesystem::path& path, int stage,
+                                     FrequencyController* controller, plan::Target start) {
+  std::vector<plan::Plan> plans = plan::read_plan_set(path);
+  std::size_t chosen = plan::select_plan(points_of(plans), start);
+  return PlanCursor(std::move(plans), chosen, stage, controller, path.string());
+}
+
+const plan::Plan& PlanCursor::frontier_plan(std::size_t index) const {
+  if (index >= plans_.size()) {
+    throw InputError(
+        fmt::format("plan {} is out of range: the frontier holds {}", index, plans_.size()));
   }
-  return instructions_[position];
+  return plans_[index].plan;
+}
+
+std::size_t PlanCursor::set_target_time(double target_time_s, long effective_iteration) {
+  if (!(target_time_s > 0) || !std::isfinite(target_time_s)) {
+    throw InputError(
+        fmt::format("target time {} s is not a positive number of seconds", target_time_s));
+  }
+  long earliest = position_ == 0 ? iteration_ : iteration_ + 1;
+  if (effective_iteration < earliest) {
+    throw InputError(fmt::format(
+        "a plan switch at iteration {} comes too late: this rank {} iteration {}; every rank of "
+        "the pipeline must switch at the same iteration, so name one that has begun on none "
+        "(here: {} or later)",
+        effective_iteration, position_ == 0 ? "is about to begin" : "is inside", iteration_,
+        earliest));
+  }
+  std::vector<TimeEnergy> points;
+  for (const StagePlan& p : plans_) points.push_back({p.plan.time_s, p.plan.energy_j});
+  const std::size_t fastest = plan::select_plan(points, {plan::Target::Kind::kMaxThroughput, 0});
+  std::size_t chosen = fastest;
+  if (target_time_s >= points[fastest].time_s) {
+    chosen = plan::select_plan(points, {plan::Target::Kind::kDeadline, target_time_s});
+  } else {
+    spdlog::info("target time {:.4f} s is below the fastest plan's {:.4f} s; running the fastest",
+                 target_time_s, points[fastest].time_s);
+  }
+  switches_[effective_iteration] = chosen;
+  apply_due_switch();
+  return chosen;
+}
+
+void PlanCursor::apply_due_switch() {
+  if (position_ != 0) return;
+  // Switches named for iterations this rank has already begun cannot be pending (checked on
+  // entry); apply the latest one due now.
+  auto due = switches_.upper_bound(iteration_);
+  if (due == switches_.begin()) return;
+  plan_index_ = std::prev(due)->second;
+  switches_.erase(switches_.begin(), due);
+}
+
+const plan::PlannedInstruction& PlanCursor::instruction(std::size_t position) const {
+  if (position >= current().instructions.size()) {
+    throw InputError(fmt::format("position {} is past stage {}'s {} instructions", position, stage_,
+                                 current().instructions.size()));
+  }
+  return current().instructions[position];
+}
+
+const CommKnobs& PlanCursor::knobs(std::size_t position) const {
+  instruction(position);  // range check
+  return current().knobs[position];
 }
 
 std::string PlanCursor::field(std::size_t position) const {
@@ -61,7 +162,7 @@ std::string PlanCursor::field(std::size_t position) const {
 }
 
 std::string PlanCursor::describe(std::size_t position) const {
-  const auto& i = instructions_[position];
+  const auto& i = current().instructions[position];
   return fmt::format("{} of microbatch {}", pipeline::to_string(i.type), i.microbatch);
 }
 
@@ -77,14 +178,15 @@ const CommKnobs& PlanCursor::on_instruction_begin(std::string_view type,
 
 const CommKnobs& PlanCursor::on_instruction_begin(pipeline::InstructionType type,
                                                   std::optional<int> microbatch) {
-  if (position_ >= instructions_.size()) {
+  const StagePlan& p = current();
+  if (position_ >= p.instructions.size()) {
     throw InputError(
         {source_, 0, 0, fmt::format("stages[{}]", stage_)},
         fmt::format("iteration {}: the training loop began a {} instruction after all {} "
                     "of stage {}'s instructions; call on_step_end() after each iteration",
-                    iteration_, pipeline::to_string(type), instructions_.size(), stage_));
+                    iteration_, pipeline::to_string(type), p.instructions.size(), stage_));
   }
-  const auto& expected = instructions_[position_];
+  const auto& expected = p.instructions[position_];
   if (expected.type != type || (microbatch && *microbatch != expected.microbatch)) {
     std::string began =
         microbatch ? fmt::format("{} of microbatch {}", pipeline::to_string(type), *microbatch)
@@ -94,23 +196,26 @@ const CommKnobs& PlanCursor::on_instruction_begin(pipeline::InstructionType type
         fmt::format("iteration {}, instruction {} of {} on stage {}: the training loop "
                     "began {}, but the plan runs {} here; the job's pipeline schedule "
                     "differs from the plan's ({}, {} microbatches)",
-                    iteration_, position_, instructions_.size(), stage_, began, describe(position_),
-                    pipeline::to_string(plan_.schedule), plan_.num_microbatches));
+                    iteration_, position_, p.instructions.size(), stage_, began,
+                    describe(position_), pipeline::to_string(p.plan.schedule),
+                    p.plan.num_microbatches));
   }
-  if (controller_) controller_->request_sm_clock(clocks_mhz_[position_]);
-  return knobs_[position_++];
+  if (controller_) controller_->request_sm_clock(p.clocks_mhz[position_]);
+  return p.knobs[position_++];
 }
 
 void PlanCursor::on_step_end() {
   std::size_t consumed = position_;
+  std::size_t planned = current().instructions.size();
+  std::string next = consumed < planned ? describe(consumed) : std::string();
   position_ = 0;
   long iteration = iteration_++;
-  if (consumed != instructions_.size()) {
-    throw InputError(
-        {source_, 0, 0, field(consumed)},
-        fmt::format("iteration {} ended after {} of stage {}'s {} instructions; the "
-                    "next one was {}",
-                    iteration, consumed, stage_, instructions_.size(), describe(consumed)));
+  apply_due_switch();
+  if (consumed != planned) {
+    throw InputError({source_, 0, 0, field(consumed)},
+                     fmt::format("iteration {} ended after {} of stage {}'s {} instructions; the "
+                                 "next one was {}",
+                                 iteration, consumed, stage_, planned, next));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,8 +85,38 @@ extern "C" void on_reset_signal(int signo, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
+bool ours_installed(int k) {
+  struct sigaction current;
+  if (::sigaction(kSignals[k], nullptr, &current) != 0) return false;
+  return (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_reset_signal;
+}
+
+// Puts the previous disposition back, but only while ours is the one installed: a handler the
+// application installed after us (torchrun's, Lightning's) stays.
 void restore_signal(int k) {
-  if (g_installed[k].exchange(false)) ::sigaction(kSignals[k], &g_previous[k], nullptr);
+  if (g_installed[k].exchange(false) && ours_installed(k)) {
+    ::sigaction(kSignals[k], &g_previous[k], nullptr);
+  }
+}
+
+// Runs every registered reset on a thread of its own and waits at most kSignalResetDeadline for
+// it: a device call that hangs (and the device lock it holds) must not keep a process that was
+// told to end alive. Returns false when the deadline passed.
+bool reset_all_registered_within_deadline() {
+  struct Done {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
+  std::thread([done] {
+    reset_all_registered();
+    std::lock_guard lock(done->mutex);
+    done->done = true;
+    done->changed.notify_all();
+  }).detach();  // a hung reset thread dies with the process
+  std::unique_lock lock(done->mutex);
+  return done->changed.wait_for(lock, kSignalResetDeadline, [&] { return done->done; });
 }
 
 void watch_signals(int read_fd) {
@@ -100,7 +131,12 @@ void watch_signals(int read_fd) {
                  signo == SIGINT    ? "SIGINT"
                  : signo == SIGTERM ? "SIGTERM"
                                     : "a signal");
-    reset_all_registered();
+    if (!reset_all_registered_within_deadline()) {
+      std::fputs(
+          "kareus: resetting GPU clocks did not finish within the signal deadline (a "
+          "device call hangs); ending anyway: run `nvidia-smi -rgc` on that GPU\n",
+          stderr);
+    }
     // Hand the signal to whoever had it before us: the default action ends the process.
     if (k >= 0) restore_signal(k);
     ::kill(::getpid(), signo);

@@ -7,6 +7,10 @@
 // NVML calls are not). A watcher thread reads it, resets every registered controller, puts the
 // previous disposition back and re-raises the signal, so the process dies (or the previous
 // handler, e.g. Python's KeyboardInterrupt, runs) exactly as it would have without Kareus.
+// The resets get kSignalResetDeadline: a device call that hangs cannot keep a process that was
+// sent SIGTERM alive; the GPUs that answer are reset, the signal is re-raised at the deadline at
+// the latest. Disarming puts the previous disposition back only while Kareus's handler is still
+// the installed one, so a handler the application installed after start survives stop().
 // A forked child starts with no registrations and the previous dispositions, so a data-loader
 // worker's exit or signal never touches its parent's GPUs. SIGKILL cannot be caught: nothing
 // helps there (`nvidia-smi -rgc` resets by hand).
@@ -18,7 +22,12 @@
 //   unregister_for_reset(this);   // after its own orderly reset
 #pragma once
 
+#include <chrono>
+
 namespace kareus::runtime {
+
+// How long a signal's resets may take before the signal is re-raised anyway.
+inline constexpr std::chrono::milliseconds kSignalResetDeadline{3000};
 
 class EmergencyResettable {
  public:

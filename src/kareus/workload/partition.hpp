@@ -2,7 +2,7 @@
 // segments; each segment gives two partitions, one per nanobatch: NB0 computes the segment while
 // NB1's previous collective runs, NB1 computes it while NB0's collective of this segment runs.
 // Partitions with the same compute and the same collective share a key (and a knob); keys follow
-// ARCHITECTURE.md: TP only fwd_attn, fwd_mlp, bwd_mlp, bwd_attn; with CP fwd_qkv_ar, fwd_qkv_ag,
+// docs/architecture.md: TP only fwd_attn, fwd_mlp, bwd_mlp, bwd_attn; with CP fwd_qkv_ar, fwd_qkv_ag,
 // fwd_ao_ag, fwd_ao_ar, fwd_mlp, bwd_mlp, bwd_o_ar, bwd_o_ag, bwd_a_ag, bwd_a_rs, bwd_qkv_rs,
 // bwd_qkv_ar.
 //

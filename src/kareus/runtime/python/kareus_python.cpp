@@ -1,4 +1,5 @@
-// The `kareus` Python module: the runtime's GPUs, frequency controller, plan cursor and energy
+// `kareus._kareus`, the compiled half of the `kareus` Python package (python/kareus/ adds the
+// Zeus-compatible classes): the runtime's GPUs, frequency controller, plan cursor and energy
 // monitor for a Python training loop (Megatron, NeMo, plain PyTorch). Same calls as the C++ API;
 // errors are kareus.InputError (a ValueError), kareus.DeviceError (a RuntimeError) and
 // kareus.GpuPermissionError (a DeviceError).
@@ -7,7 +8,9 @@
 //   gpu = kareus.nvml_gpu(torch.cuda.current_device())
 //   with kareus.FrequencyController([gpu]) as controller:
 //       cursor = kareus.PlanCursor("plan.json", stage=pp_rank, controller=controller)
-//       knobs = cursor.on_instruction_begin("forward")   # {partition key: knob dict}
+//       knobs = cursor.on_instruction_begin("forward")
+//       # {"partitions": [{"key": "fwd_attn", "slot": "linear_1", "sms": 12}, ...], "recompute":
+//       []}
 //       ...
 //       cursor.on_step_end()
 #include <pybind11/pybind11.h>
@@ -67,6 +70,35 @@ struct PyPlanCursor {
   std::unique_ptr<PlanCursor> cursor;
 };
 
+// A window's measurement under both our names and Zeus's (`time`, `gpu_energy` keyed by the GPU's
+// CUDA index, `total_energy`), so code written for zeus.monitor.ZeusMonitor reads it unchanged.
+struct PyMeasurement {
+  Measurement measurement;
+  std::vector<int> gpu_indices;  // index() of each monitored GPU, in the monitor's order
+};
+
+PyMeasurement measured(const EnergyMonitor& monitor, Measurement m) {
+  PyMeasurement out{std::move(m), {}};
+  for (const auto& gpu : monitor.gpus()) out.gpu_indices.push_back(gpu->index());
+  return out;
+}
+
+py::object knobs_dict(const CommKnobs& knobs) {
+  return to_python(kareus::plan::to_json(knobs));
+}
+
+py::list instruction_list(const PlanCursor& cursor) {
+  py::list list;
+  for (std::size_t k = 0; k < cursor.instructions_per_iteration(); ++k) {
+    const auto& i = cursor.instruction(k);
+    list.append(py::dict("type"_a = std::string(kareus::pipeline::to_string(i.type)),
+                         "microbatch"_a = i.microbatch, "freq_mhz"_a = i.freq_mhz,
+                         "time_s"_a = i.time_s, "energy_j"_a = i.energy_j,
+                         "knobs"_a = knobs_dict(cursor.knobs(k))));
+  }
+  return list;
+}
+
 py::dict stats_dict(const ControllerGpuStats& s) {
   return py::dict("requests"_a = s.requests, "unchanged"_a = s.unchanged,
                   "superseded"_a = s.superseded, "snapped"_a = s.snapped, "applied"_a = s.applied,
@@ -77,7 +109,7 @@ py::dict stats_dict(const ControllerGpuStats& s) {
 
 }  // namespace
 
-PYBIND11_MODULE(kareus, m) {
+PYBIND11_MODULE(_kareus, m) {
   m.doc() =
       "Kareus runtime: apply a Kareus plan's GPU clocks and communication knobs inside a "
       "training loop, and measure time and energy.";
@@ -211,7 +243,9 @@ PYBIND11_MODULE(kareus, m) {
 
   py::class_<PyPlanCursor>(m, "PlanCursor",
                            "Walks one pipeline stage through a plan: checks each instruction, asks "
-                           "the controller for its clock and returns its communication knobs.")
+                           "the controller for its clock and returns its communication knobs. "
+                           "PlanCursor.frontier() holds a whole plan set and switches plans for "
+                           "stragglers.")
       .def(py::init([](const std::filesystem::path& plan_path, int stage,
                        std::shared_ptr<FrequencyController> controller,
                        std::optional<std::size_t> index) {
@@ -220,40 +254,87 @@ PYBIND11_MODULE(kareus, m) {
              return PyPlanCursor{std::move(controller), std::move(cursor)};
            }),
            "plan_path"_a, "stage"_a, "controller"_a = nullptr, "index"_a = std::nullopt)
+      .def_static(
+          "frontier",
+          [](const std::filesystem::path& plans_path, int stage,
+             std::shared_ptr<FrequencyController> controller, const std::string& start) {
+            auto cursor = std::make_unique<PlanCursor>(PlanCursor::open_frontier(
+                plans_path, stage, controller.get(), kareus::plan::parse_target(start)));
+            return PyPlanCursor{std::move(controller), std::move(cursor)};
+          },
+          "plans_path"_a, "stage"_a, "controller"_a = nullptr, "start"_a = "max-throughput",
+          "Every plan of a plan set (plans.json), starting on the one `start` selects "
+          "(max-throughput, min-energy, deadline:SECONDS or energy:JOULES).")
       .def(
           "on_instruction_begin",
           [](PyPlanCursor& self, const std::string& type, std::optional<int> microbatch) {
-            py::dict knobs;
-            for (const auto& [key, knob] : self.cursor->on_instruction_begin(type, microbatch)) {
-              knobs[py::str(key)] = to_python(knob);
-            }
-            return knobs;
+            return knobs_dict(self.cursor->on_instruction_begin(type, microbatch));
           },
-          "type"_a, "microbatch"_a = std::nullopt)
+          "type"_a, "microbatch"_a = std::nullopt,
+          "Checks the instruction, requests its clock and returns its knobs: {'partitions': "
+          "[{'key', 'slot', 'sms'}, ...], 'recompute': [...]} (docs/plan-format.md).")
       .def("on_step_end", [](PyPlanCursor& self) { self.cursor->on_step_end(); })
+      .def(
+          "set_target_time",
+          [](PyPlanCursor& self, double target_time_s, long iteration) {
+            return self.cursor->set_target_time(target_time_s, iteration);
+          },
+          "target_time_s"_a, "iteration"_a,
+          "From iteration `iteration` on, run the least-energy plan taking at most target_time_s "
+          "(the fastest when none does); returns its index. Give every rank of the pipeline the "
+          "same iteration, one that has not begun on it: all ranks then switch together.")
+      .def(
+          "on_straggler",
+          [](PyPlanCursor& self, double iteration_time_s, long iteration) {
+            return self.cursor->on_straggler(iteration_time_s, iteration);
+          },
+          "iteration_time_s"_a, "iteration"_a,
+          "set_target_time with the slowest data-parallel pipeline's iteration time.")
       .def_property_readonly("stage", [](const PyPlanCursor& self) { return self.cursor->stage(); })
       .def_property_readonly("position",
                              [](const PyPlanCursor& self) { return self.cursor->position(); })
       .def_property_readonly("iteration",
                              [](const PyPlanCursor& self) { return self.cursor->iteration(); })
-      .def_property_readonly("instructions", [](const PyPlanCursor& self) {
-        py::list list;
-        for (std::size_t k = 0; k < self.cursor->instructions_per_iteration(); ++k) {
-          const auto& i = self.cursor->instruction(k);
-          list.append(py::dict("type"_a = std::string(kareus::pipeline::to_string(i.type)),
-                               "microbatch"_a = i.microbatch, "freq_mhz"_a = i.freq_mhz,
-                               "time_s"_a = i.time_s, "energy_j"_a = i.energy_j));
-        }
-        return list;
-      });
+      .def_property_readonly("plan_index",
+                             [](const PyPlanCursor& self) { return self.cursor->plan_index(); })
+      .def_property_readonly("frontier_size",
+                             [](const PyPlanCursor& self) { return self.cursor->frontier_size(); })
+      .def_property_readonly("plan_time_s",
+                             [](const PyPlanCursor& self) { return self.cursor->plan().time_s; })
+      .def_property_readonly("plan_energy_j",
+                             [](const PyPlanCursor& self) { return self.cursor->plan().energy_j; })
+      .def_property_readonly(
+          "num_stages", [](const PyPlanCursor& self) { return self.cursor->plan().num_stages; })
+      .def_property_readonly(
+          "instructions", [](const PyPlanCursor& self) { return instruction_list(*self.cursor); },
+          "This iteration's plan for the stage: type, microbatch, freq_mhz, time_s, energy_j, "
+          "knobs.");
 
-  py::class_<Measurement>(m, "Measurement")
-      .def_readonly("elapsed_s", &Measurement::elapsed_s)
-      .def_readonly("gpu_energy_j", &Measurement::gpu_energy_j)
-      .def_property_readonly("total_energy_j", &Measurement::total_energy_j)
-      .def("__repr__", [](const Measurement& me) {
-        return "Measurement(elapsed_s=" + std::to_string(me.elapsed_s) +
-               ", total_energy_j=" + std::to_string(me.total_energy_j()) + ")";
+  py::class_<PyMeasurement>(m, "Measurement",
+                            "One window's time and energy; Zeus's names (time, gpu_energy, "
+                            "total_energy) answer too.")
+      .def_property_readonly("elapsed_s",
+                             [](const PyMeasurement& me) { return me.measurement.elapsed_s; })
+      .def_property_readonly("gpu_energy_j",
+                             [](const PyMeasurement& me) { return me.measurement.gpu_energy_j; })
+      .def_property_readonly(
+          "total_energy_j", [](const PyMeasurement& me) { return me.measurement.total_energy_j(); })
+      .def_property_readonly("time",
+                             [](const PyMeasurement& me) { return me.measurement.elapsed_s; })
+      .def_property_readonly("gpu_energy",
+                             [](const PyMeasurement& me) {
+                               py::dict energy;
+                               for (std::size_t k = 0; k < me.gpu_indices.size(); ++k) {
+                                 energy[py::int_(me.gpu_indices[k])] =
+                                     me.measurement.gpu_energy_j[k];
+                               }
+                               return energy;
+                             })
+      .def_property_readonly(
+          "total_energy", [](const PyMeasurement& me) { return me.measurement.total_energy_j(); })
+      .def("__repr__", [](const PyMeasurement& me) {
+        return "Measurement(elapsed_s=" + std::to_string(me.measurement.elapsed_s) +
+               ", total_energy_j=" + std::to_string(me.measurement.total_energy_j()) + ")";
       });
 
   py::class_<EnergyMonitor>(m, "EnergyMonitor",
@@ -268,7 +349,18 @@ PYBIND11_MODULE(kareus, m) {
            "gpus"_a, "log_csv"_a = std::nullopt, "clock"_a = nullptr,
            "approximate_short_windows"_a = false)
       .def("begin_window", &EnergyMonitor::begin_window, "name"_a)
-      .def("end_window", &EnergyMonitor::end_window, "name"_a)
+      .def(
+          "end_window",
+          [](EnergyMonitor& self, const std::string& name) {
+            return measured(self, self.end_window(name));
+          },
+          "name"_a)
+      .def_property_readonly("gpu_indices",
+                             [](const EnergyMonitor& self) {
+                               std::vector<int> indices;
+                               for (const auto& gpu : self.gpus()) indices.push_back(gpu->index());
+                               return indices;
+                             })
       .def("cancel_window", &EnergyMonitor::cancel_window, "name"_a)
       .def("is_open", &EnergyMonitor::is_open, "name"_a);
 }

@@ -1,0 +1,97 @@
+// `kareus plan` and `kareus compare` on the interleaved schedule, the whole job's energy with
+// several data-parallel pipelines and a straggler, and the schedules they refuse.
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.hpp"
+#include "kareus/core/csv.hpp"
+
+namespace kareus::testing {
+namespace {
+
+using kareus::CsvTable;
+using kareus::read_csv;
+using ScheduleCli = CliTest;
+
+const std::string kJob = " --layers-per-stage 14,14 --microbatches 8";
+
+TEST_F(ScheduleCli, PlanWritesAnInterleavedPlanTheSimulatorReplaysExactly) {
+  const CliResult r = run("plan --schedule interleaved --virtual-stages 2" + kJob + " --out " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(slurp(path("out/plan.json")));
+  EXPECT_EQ(plan["schedule"], "interleaved");
+  EXPECT_EQ(plan["virtual_stages"], 2);
+  ASSERT_EQ(plan["stages"][0]["instructions"].size(), 2u * 2 * 8);
+  EXPECT_EQ(plan["stages"][0]["instructions"][2]["chunk"], 1);  // stage 0 warms up with F0.0 F1.0 F0.1 ...
+  const auto summary = nlohmann::json::parse(slurp(path("out/summary.json")));
+  EXPECT_EQ(summary["schedule"], "interleaved");
+  EXPECT_EQ(summary["virtual_stages"], 2);
+  const CliResult sim = run("simulate --plan " + path("out/plan.json") + " --no-p2p --switch-latency-ms 0 --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const auto f = nlohmann::json::parse(sim.out);
+  EXPECT_NEAR(f["time_s"].get<double>(), plan["time_s"].get<double>(), 1e-12);
+  EXPECT_NEAR(f["energy_j"].get<double>(), plan["energy_j"].get<double>(), 1e-9 * plan["energy_j"].get<double>());
+}
+
+TEST_F(ScheduleCli, CompareReportsTheWholeJobAndStragglers) {
+  const CliResult r = run("compare --schedule interleaved --virtual-stages 2 --dp 4 --straggler 1.05,1.5" + kJob +
+                          " --out " + path("cmp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(path("cmp/compare.json")));
+  const auto& config = report["configs"][0];
+  EXPECT_EQ(config["schedule"], "interleaved");
+  EXPECT_TRUE(contains(config["cluster_energy_scope"].get<std::string>(), "all 64 GPUs")) << config["cluster_energy_scope"];
+  for (const auto& m : config["methods"]) {
+    ASSERT_EQ(m["stragglers"].size(), 2u);
+    double last = -1;
+    for (const auto& s : m["stragglers"]) {
+      EXPECT_LE(s["cluster_energy_j"].get<double>(), s["cluster_energy_blocking_j"].get<double>() * (1 + 1e-12));
+      EXPECT_LE(s["others_time_s"].get<double>(), s["iteration_time_s"].get<double>() * (1 + 1e-12));
+      EXPECT_GE(s["saving_pct"].get<double>(), last - 1e-9);
+      last = s["saving_pct"].get<double>();
+    }
+    // Megatron-LM has one plan: its other pipelines can only wait.
+    if (m["method"] == "Megatron-LM") EXPECT_EQ(last, 0.0);
+    else EXPECT_GT(last, 0.0) << m["method"];
+  }
+  // The job's name holds commas; both tables still parse as RFC 4180 with one name per row.
+  for (const char* file : {"cmp/compare.csv", "cmp/stragglers.csv"}) {
+    const CsvTable table = read_csv(path(file));
+    ASSERT_GT(table.rows(), 0u) << file;
+    const std::string& name = table.text(0, table.require_column("config"));
+    EXPECT_TRUE(contains(name, "TP 8, CP 1")) << name;
+  }
+  EXPECT_EQ(read_csv(path("cmp/stragglers.csv")).rows(), 4u * 2);
+}
+
+TEST_F(ScheduleCli, CompareCostsZeroBubbleAtMegatronsSettingOnly) {
+  const CliResult r = run("compare --schedule zb-h1 --pp 4 --layers-per-stage 7,7,7,7 --dp 2 --out " + path("zb"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto config = nlohmann::json::parse(slurp(path("zb/compare.json")))["configs"][0];
+  ASSERT_EQ(config["methods"].size(), 1u);
+  const auto& megatron = config["methods"][0];
+  EXPECT_EQ(megatron["method"], "Megatron-LM");
+  EXPECT_LT(megatron["max_throughput_time_s"].get<double>(), megatron["one_f_one_b_time_s"].get<double>());
+  EXPECT_EQ(config["not_planned"].size(), 3u);
+  EXPECT_TRUE(contains(r.out, "W options")) << r.out;
+}
+
+TEST_F(ScheduleCli, RefusalsAreOneLineExitTwoAndNothingWritten) {
+  const std::string out = " --out " + path("never");
+  expect_one_line_error(run("plan --schedule zb-h1" + out), "B and W");
+  expect_one_line_error(run("plan --schedule interleaved --virtual-stages 2" + out), "--virtual-stages");
+  expect_one_line_error(run("plan --schedule interleaved --virtual-stages 2 --layers-per-stage 14,14 --microbatches 7" + out),
+                        "multiple");
+  expect_one_line_error(run("plan --schedule zigzag" + out), "--schedule");
+  const std::string profile = std::string(KAREUS_DATA_DIR) + "/perseus-sosp24/stage_profile/bloom+a100_sxm_bf16.csv";
+  expect_one_line_error(run("frontier --profile " + profile + " --stages 8 --microbatches 8 --p-blocking 80 "
+                            "--schedule zb-h1" + out),
+                        "B and W");
+  expect_one_line_error(run("frontier --profile " + profile + " --stages 8 --microbatches 12 --p-blocking 80 "
+                            "--schedule interleaved --virtual-stages 2" + out),
+                        "multiple");
+  expect_one_line_error(run("compare --straggler 0.9 --mode exhaustive" + out), "--straggler");
+  EXPECT_FALSE(std::filesystem::exists(path("never")));
+}
+
+}  // namespace
+}  // namespace kareus::testing

@@ -1,0 +1,117 @@
+"""The Python cursor, the Zeus drop-ins and the straggler switch on the real planner's output:
+`kareus plan` (KAREUS_BINARY) plans a small job with full activation checkpointing, and every
+instruction's knobs and clock are checked against the raw plan.json/plans.json it wrote."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import kareus
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan") / "out"
+    result = subprocess.run(
+        [os.environ["KAREUS_BINARY"], "plan", "--microbatches", "4", "--checkpointing", "full",
+         "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def raw_knobs(instruction, name):
+    """{key: (slot, sms)} of one list of an instruction's knob, straight from the planner's JSON."""
+    return {k["key"]: (k["slot"], k["sms"]) for k in instruction.get("knob", {}).get(name, [])}
+
+
+def test_python_cursor_hands_out_the_planners_knobs(planned):
+    plan = json.loads((planned / "plan.json").read_text())
+    recomputing = 0
+    for stage in range(plan["num_stages"]):
+        gpu = kareus.FakeGpu()
+        with kareus.FrequencyController([gpu]) as controller:
+            cursor = kareus.PlanCursor(str(planned / "plan.json"), stage=stage, controller=controller)
+            for ins in plan["stages"][stage]["instructions"]:
+                knobs = cursor.on_instruction_begin(ins["type"], ins["microbatch"])
+                assert raw_knobs({"knob": knobs}, "partitions") == raw_knobs(ins, "partitions")
+                assert raw_knobs({"knob": knobs}, "recompute") == raw_knobs(ins, "recompute")
+                assert knobs["partitions"], "a Kareus plan carries partition knobs"
+                recomputing += ins["type"] == "backward" and bool(knobs["recompute"])
+                controller.wait_idle()
+                assert gpu.locked_sm_clock_mhz == round(ins["freq_mhz"])
+            cursor.on_step_end()
+    assert recomputing > 0, "full checkpointing recomputes forwards inside backwards"
+
+
+def test_zeus_pipeline_frequency_optimizer_runs_the_plan(planned):
+    plan = json.loads((planned / "plan.json").read_text())
+    gpu = kareus.FakeGpu(index=1)
+    with kareus.PipelineFrequencyOptimizer(
+            rank=1, dp_rank=0, pp_rank=1, tp_rank=0, device_id=1, dp_degree=1,
+            pp_degree=plan["num_stages"], tp_degree=8, world_size=8 * plan["num_stages"],
+            server_url="file://" + str(planned / "plan.json"), gpus=[gpu]) as pfo:
+        for _ in range(2):
+            pfo.on_step_begin()
+            for ins in plan["stages"][1]["instructions"]:
+                knobs = pfo.on_instruction_begin(ins["type"])
+                assert raw_knobs({"knob": knobs}, "partitions") == raw_knobs(ins, "partitions")
+                pfo.frequency_controller.wait_idle()
+                assert gpu.locked_sm_clock_mhz == round(ins["freq_mhz"])
+                pfo.on_instruction_end(ins["type"])
+            pfo.on_step_end()
+        with pytest.raises(kareus.InputError, match="backward"):
+            pfo.on_instruction_begin("forward")
+            pfo.on_instruction_end("backward")
+    assert gpu.locked_sm_clock_mhz is None  # closed: clocks reset
+    with pytest.raises(kareus.InputError, match="local file"):
+        kareus.PipelineFrequencyOptimizer(0, 0, 0, 0, 0, 1, 2, 8, 16, "http://pfo:7787", gpus=[gpu])
+    with pytest.raises(kareus.InputError, match="pp_degree is 3"):
+        kareus.PipelineFrequencyOptimizer(0, 0, 0, 0, 0, 1, 3, 8, 24, plan=str(planned / "plan.json"),
+                                          gpus=[kareus.FakeGpu()])
+
+
+def test_zeus_monitor_answers_as_zeus_does(tmp_path):
+    clock = kareus.ManualClock()
+    gpus = [kareus.FakeGpu(index=i, clock=clock) for i in range(2)]
+    monitor = kareus.ZeusMonitor(gpus=gpus, clock=clock, log_file=tmp_path / "zeus.csv")
+    monitor.begin_window("step")
+    clock.advance_s(2.0)
+    m = monitor.end_window("step")
+    idle_w = gpus[0].power_w(1410, 0.0)
+    assert m.time == pytest.approx(2.0)
+    assert m.gpu_energy == pytest.approx({0: 2 * idle_w, 1: 2 * idle_w})
+    assert m.total_energy == pytest.approx(4 * idle_w)
+    monitor.begin_window("dropped")
+    assert monitor.end_window("dropped", cancel=True) is None
+    assert not monitor.is_open("dropped")
+    assert (tmp_path / "zeus.csv").read_text().startswith("start_time,window_name,elapsed_time,gpu0_energy")
+    with pytest.raises(kareus.InputError):
+        kareus.ZeusMonitor(gpus=gpus, cpu_indices=[0])
+
+
+def test_straggler_switches_every_rank_at_the_named_iteration(planned):
+    plans = json.loads((planned / "plans.json").read_text())["plans"]
+    assert len(plans) >= 2
+    fastest = min(range(len(plans)), key=lambda i: plans[i]["time_s"])
+    target_s = 1.2 * plans[fastest]["time_s"]
+    in_time = [i for i in range(len(plans)) if plans[i]["time_s"] <= target_s]
+    expected = min(in_time, key=lambda i: plans[i]["energy_j"])
+    stages = plans[0]["num_stages"]
+    cursors = [kareus.PlanCursor.frontier(str(planned / "plans.json"), stage=s) for s in range(stages)]
+    for cursor in cursors:
+        assert cursor.plan_index == fastest
+        assert cursor.on_straggler(target_s, iteration=2) == expected
+    for iteration in range(3):
+        for s, cursor in enumerate(cursors):
+            running = fastest if iteration < 2 else expected
+            assert cursor.plan_index == running
+            assert cursor.plan_time_s == plans[running]["time_s"]
+            for ins in plans[running]["stages"][s]["instructions"]:
+                knobs = cursor.on_instruction_begin(ins["type"], ins["microbatch"])
+                assert raw_knobs({"knob": knobs}, "partitions") == raw_knobs(ins, "partitions")
+            if iteration == 0 and s == 0:
+                with pytest.raises(kareus.InputError, match="must switch at the same iteration"):
+                    cursor.set_target_time(target_s, iteration=0)
+            cursor.on_step_end()
+    assert plans[expected]["energy_j"] < plans[fastest]["energy_j"]
