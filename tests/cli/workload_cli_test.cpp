@@ -133,7 +133,7 @@ TEST_F(WorkloadCli, BadInputIsOneClearLineAndExitTwo) {
        "attn_0, linear_1, none"},
       {"evaluate --partition fwd_qkv_ag",
        "unknown partition 'fwd_qkv_ag'; this workload has: fwd_attn"},
-      {"evaluate --partition fwd_attn --evaluator gpu", "expected sim or table:FILE"},
+      {"evaluate --partition fwd_attn --evaluator gpu", "expected sim, table:FILE or artifact:DIR"},
   };
   for (const Bad& c : cases) {
     CliResult r = run(c.args);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -104,6 +105,44 @@ TEST_F(JournalTest, CreatesThenResumes) {
   j.append(sample(5));
   EXPECT_EQ(Journal::read(path_).measurements.size(), 6u);
   EXPECT_EQ(Journal::read(path_).header, header());
+}
+
+// An artifact's eval_results.jsonl resumes as a journal: its records are measurements (slots in
+// our names), new successes are appended as artifact records, failures are not written, and a
+// torn last record is dropped; the file stays a log the artifact reads.
+TEST_F(JournalTest, AnArtifactLogResumesAndGrowsInItsOwnForm) {
+  std::filesystem::create_directories(dir_ / "fwd_mlp");
+  const auto log = dir_ / "fwd_mlp" / "eval_results.jsonl";
+  const std::string records =
+      R"({"freq": 1410, "overlap_start": "activation_0", "overlap_end": "none", "sm": 12, "block": 1024, "time_s": 0.01, "energy_j": 3.5})"
+      "\n"
+      R"({"freq": 1410, "overlap_start": "linear_0", "overlap_end": "linear_1", "sm": 12, "block": 1024, "time_s": 0.01, "energy_j": 3.5})"
+      "\n";
+  std::ofstream(log) << records << R"({"freq": 1230, "overlap_st)";  // torn
+  {
+    Journal j = Journal::open(log, header());
+    EXPECT_TRUE(j.artifact_log());
+    const auto got = j.measurements();
+    ASSERT_EQ(got.size(), 1u);  // the overlap_end record is not a Kareus knob
+    EXPECT_EQ(got[0].knob, (Knob{1410, 12, "act_0"}));
+    EXPECT_TRUE(got[0].ok);
+    EXPECT_DOUBLE_EQ(got[0].energy_j, 3.5);
+    Measurement m = sample(1);
+    m.knob = {1230, 6, "act_0"};
+    j.append(m);
+    j.append(sample(2, false));
+  }
+  const std::string text = read_text_file(log);
+  EXPECT_EQ(text.rfind(records, 0), 0u) << "the log's records stay as they were";
+  const std::string appended = text.substr(records.size());
+  EXPECT_EQ(std::count(appended.begin(), appended.end(), '\n'), 1) << appended;
+  const auto doc = nlohmann::json::parse(appended);
+  EXPECT_EQ(doc["overlap_start"], "activation_0");
+  EXPECT_EQ(doc["freq"], 1230);
+  EXPECT_FALSE(doc.contains("status"));
+  EXPECT_EQ(Journal::read(log).measurements.size(), 2u);
+  // A log in another partition's directory is refused.
+  EXPECT_THROW(Journal::open(log, header("bwd_mlp")), InputError);
 }
 
 TEST_F(JournalTest, ATornLastLineIsDroppedWithAWarning) {

@@ -220,5 +220,57 @@ RC_GTEST_PROP(KnobSpace, CoveringDesignHasOneKnobPerConfigurationOnSpreadClocks,
   if (covering >= static_cast<std::size_t>(clocks)) RC_ASSERT(hi - lo <= 1);
 }
 
+// A space restricted to a table's knobs: the design holds only available knobs, one of every
+// configuration that has any, and as many hypercube points as fit; nothing else is counted.
+RC_GTEST_PROP(KnobSpace, ARestrictedSpaceDesignsOnlyAvailableKnobs, ()) {
+  const int clocks = *rc::gen::inRange(1, 12);
+  const int sms = *rc::gen::inRange(1, 8);
+  const int slots = *rc::gen::inRange(0, 4);
+  const KnobSpace grid = regular_grid(clocks, sms, slots);
+  std::vector<Knob> known;
+  std::set<std::size_t> expected;
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    if (*rc::gen::inRange(0, 3) == 0) known.push_back(grid.knob(i)), expected.insert(i);
+  }
+  known.push_back({12345, 3, "nowhere_0"});  // off the grid: ignored
+  const KnobSpace s = grid.restricted_to(known);
+  RC_ASSERT(s.restricted());
+  RC_ASSERT(s.size() == grid.size());
+  RC_ASSERT(s.available_count() == expected.size());
+  for (std::size_t i = 0; i < s.size(); ++i) RC_ASSERT(s.available(i) == expected.contains(i));
+
+  InitialDesignOptions o;
+  o.seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
+  o.include_baseline_knobs = *rc::gen::arbitrary<bool>();
+  o.cover_configurations = *rc::gen::arbitrary<bool>();
+  o.latin_hypercube_points = *rc::gen::inRange<std::size_t>(0, 30);
+  const std::vector<std::size_t> d = s.initial_design(o);
+  RC_ASSERT(std::set<std::size_t>(d.begin(), d.end()).size() == d.size());
+  for (std::size_t i : d) RC_ASSERT(expected.contains(i));
+  std::set<std::pair<std::string, int>> available_configs, designed_configs;
+  for (std::size_t i : expected) available_configs.insert({grid.knob(i).slot, grid.knob(i).sms});
+  for (std::size_t i : d) designed_configs.insert({grid.knob(i).slot, grid.knob(i).sms});
+  if (o.cover_configurations) RC_ASSERT(designed_configs == available_configs);
+  std::size_t before_hypercube = 0;
+  {
+    InitialDesignOptions part = o;
+    part.latin_hypercube_points = 0;
+    before_hypercube = s.initial_design_size(part);
+  }
+  RC_ASSERT(d.size() == std::min(expected.size(), before_hypercube + o.latin_hypercube_points));
+}
+
+TEST(KnobSpace, RestrictingAPartitionWithoutSlotsGoesByClock) {
+  const KnobSpace s = KnobSpace::make({900, 1000, 1100}, {}, {}, 20);
+  // A table answers such a partition by clock, whatever SMs its sample names.
+  const KnobSpace r = s.restricted_to({{1000, 0, "none"}, {1100, 7, "none"}, {1100, 7, "linear_0"}});
+  EXPECT_FALSE(r.available(0));
+  EXPECT_TRUE(r.available(1));
+  EXPECT_TRUE(r.available(2));
+  EXPECT_EQ(r.available_count(), 2u);
+  EXPECT_EQ(s.available_count(), 3u);
+  EXPECT_FALSE(s.restricted());
+}
+
 }  // namespace
 }  // namespace kareus::search

@@ -1,13 +1,19 @@
 // `kareus compare`: Megatron-LM, Perseus, Nanobatching+Perseus and Kareus on the same evaluator,
-// for one job or for the ten configurations of the Kareus evaluation.
+// for one job or for the ten configurations of the Kareus evaluation. A method the evaluator
+// cannot cost (a table without a baseline's knobs, as the Kareus artifact's tree lacks the
+// sequential one) is left out with the reason, in stdout and compare.json; the iso figures are
+// then against the first baseline that ran (Perseus, else Nanobatching+Perseus, else Megatron-LM).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <optional>
 #include <span>
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
+#include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/cluster.hpp"
@@ -33,15 +39,6 @@ struct CompareFlags {
   int virtual_stages = 1;
   std::vector<double> stragglers;
 };
-
-// A CSV field as RFC 4180 writes it: quoted when it holds a comma, quote or line break (a job
-// described by workload flags is named "Llama 3.3 70B on ...: TP 8, CP 1, ...").
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 std::string optional_pct(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
 nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
@@ -157,16 +154,44 @@ int run_compare(CompareFlags& flags) {
   nlohmann::json report = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
                            {"gpu", gpu.name}, {"configs", nlohmann::json::array()}};
   std::vector<std::pair<std::string, std::string>> plots;
+  std::vector<std::string> notes;  // per config: methods left out, and the reference of the iso figures
   for (const planner::Job& job : jobs) {
     spdlog::info("{}: running the four methods", job.name);
+    report_sample_use(evaluator, planner::job_partitions(job));
+    // Every method the evaluator can cost; a table may lack a baseline's knobs (the Kareus
+    // artifact never measures the sequential one), and then the method is left out, with why.
     std::vector<planner::MethodResult> results;
-    for (planner::Method m : planner::kAllMethods) results.push_back(planner::run_method(m, job, evaluator, options));
-    const std::vector<TimeEnergy> perseus = results[1].points();
-    const std::vector<TimeEnergy> perseus10 = sample_evenly(perseus, 10);
+    nlohmann::json left_out = nlohmann::json::array();
+    for (planner::Method m : planner::kAllMethods) {
+      if (auto reason = planner::unsupported_reason(m, job, evaluator, options)) {
+        left_out.push_back({{"method", planner::to_string(m)}, {"reason", *reason}});
+        notes.push_back(fmt::format("{}: {} left out: {}", job.name, planner::to_string(m), *reason));
+        continue;
+      }
+      results.push_back(planner::run_method(m, job, evaluator, options));
+    }
+    // Iso figures against Perseus's frontier, or the first baseline that ran when it did not.
+    std::optional<planner::Method> reference;
+    for (planner::Method m : {planner::Method::kPerseus, planner::Method::kNanobatching, planner::Method::kMegatron}) {
+      if (!reference && std::any_of(results.begin(), results.end(), [&](const auto& r) { return r.method == m; })) reference = m;
+    }
+    std::vector<TimeEnergy> ref_points, ref10;
+    if (reference) {
+      for (const auto& r : results) {
+        if (r.method == *reference) ref_points = r.points();
+      }
+      ref10 = sample_evenly(ref_points, 10);
+    }
+    const std::string reference_name = reference ? std::string(planner::to_string(*reference)) : "";
+    if (reference && *reference != planner::Method::kPerseus) {
+      notes.push_back(fmt::format("{}: iso figures against {}'s frontier (Perseus left out)", job.name, reference_name));
+    } else if (!reference) {
+      notes.push_back(fmt::format("{}: no iso figures: no baseline could run", job.name));
+    }
     const planner::ClusterShape shape{.pipelines = job.parallel.dp,
                                       .gpus_per_stage = job.parallel.tp * job.parallel.cp,
                                       .stages = job.parallel.pp,
-                                      .p_blocking_w = results[1].p_static_w};
+                                      .p_blocking_w = results.front().p_static_w};
     const std::string cluster_scope =
         fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration", shape.gpus(),
                     job.parallel.tp, job.parallel.cp, job.parallel.pp, job.parallel.dp);
@@ -175,21 +200,22 @@ int run_compare(CompareFlags& flags) {
                              {"virtual_stages", flags.virtual_stages},
                              {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
                              {"cluster_energy_scope", cluster_scope},
+                             {"reference", reference ? nlohmann::json(reference_name) : nlohmann::json()},
+                             {"left_out", std::move(left_out)},
                              {"methods", nlohmann::json::array()}};
     std::vector<report::PlotSeries> series;
     for (const planner::MethodResult& r : results) {
       const std::vector<TimeEnergy> points = r.points();
       const std::vector<TimeEnergy> points10 = sample_evenly(points, 10);
-      const bool reference = r.method == planner::Method::kPerseus;
       std::optional<double> iso_time, iso_energy, iso_time10, iso_energy10;
-      if (!reference) {
-        iso_time = iso_time_energy_reduction_pct(points, perseus);
-        iso_energy = iso_energy_time_reduction_pct(points, perseus);
-        iso_time10 = iso_time_energy_reduction_pct(points10, perseus10);
-        iso_energy10 = iso_energy_time_reduction_pct(points10, perseus10);
+      if (reference && r.method != *reference) {
+        iso_time = iso_time_energy_reduction_pct(points, ref_points);
+        iso_energy = iso_energy_time_reduction_pct(points, ref_points);
+        iso_time10 = iso_time_energy_reduction_pct(points10, ref10);
+        iso_energy10 = iso_energy_time_reduction_pct(points10, ref10);
       }
       const double cluster_j = planner::cluster_energy_j(points.front(), shape);
-      csv += fmt::format("{},{},{:.6f},{:.3f},{},{},{},{:.1f}\n", csv_field(job.name), planner::to_string(r.method),
+      csv += fmt::format("{},{},{:.6f},{:.3f},{},{},{},{:.1f}\n", csv_field(job.name), csv_field(planner::to_string(r.method)),
                          points.front().time_s, points.front().energy_j, optional_pct(iso_time), optional_pct(iso_energy),
                          shape.gpus(), cluster_j);
       nlohmann::json stragglers = nlohmann::json::array();
@@ -219,7 +245,9 @@ int run_compare(CompareFlags& flags) {
           {"cluster_energy_j", cluster_j},
           {"stragglers", std::move(stragglers)},
           {"frontier", std::move(frontier)}};
-      if (r.method == planner::Method::kKareus) {
+      if (r.method != planner::Method::kKareus) {
+        entry["clocks_mhz"] = planner::method_clocks_mhz(r.method, job, evaluator, options);  // a table's may be few
+      } else {
         entry["max_throughput_sequential_share"] = sequential_share(planner::make_plan(r, job, r.frontier.front()));
       }
       config["methods"].push_back(std::move(entry));
@@ -238,9 +266,11 @@ int run_compare(CompareFlags& flags) {
   for (const auto& [name, svg] : plots) write_file_atomic(dir / name, svg);
   fmt::print("{}", csv);
   if (!flags.stragglers.empty()) fmt::print("{}", straggler_csv);
-  fmt::print("({}; iso figures against Perseus's frontier; max_throughput_energy_j covers one GPU per stage, "
+  for (const std::string& note : notes) fmt::print("{}\n", note);
+  fmt::print("({}; iso figures against Perseus's frontier{}; max_throughput_energy_j covers one GPU per stage, "
              "cluster_energy_j every GPU of the job, TP x CP x PP x DP; wrote {}/compare.csv, compare.json{}{})\n",
-             provenance_note(evaluator), dir.string(), flags.stragglers.empty() ? "" : ", stragglers.csv",
+             provenance_note(evaluator), notes.empty() ? "" : " unless said above", dir.string(),
+             flags.stragglers.empty() ? "" : ", stragglers.csv",
              plots.empty() ? "" : " and one SVG per config");
   return 0;
 }
@@ -253,7 +283,7 @@ Action register_compare(CLI::App& app) {
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
   cmd->add_flag("--all", flags->all, "Every Kareus evaluation configuration (data/configs/kareus-osdi26.json)");
-  cmd->add_option("--evaluator", flags->evaluator, "sim or table:FILE")->capture_default_str();
+  cmd->add_option("--evaluator", flags->evaluator, "sim, table:FILE or artifact:DIR")->capture_default_str();
   add_noise_flags(*cmd, flags->noise);
   cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");

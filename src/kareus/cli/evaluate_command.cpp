@@ -5,10 +5,10 @@
 #include <optional>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/simulated.hpp"
-#include "kareus/evaluate/table.hpp"
 #include "kareus/workload/partition.hpp"
 
 namespace kareus::cli {
@@ -58,21 +58,9 @@ int run_evaluate(const EvaluateFlags& flags) {
   const workload::Knob knob{flags.freq_mhz.value_or(w.gpu.max_clock_mhz),
                             flags.sms.value_or(partition.collective ? kDefaultSms : 0), flags.slot};
 
-  std::unique_ptr<evaluate::EvaluatorImpl> impl;
-  const evaluate::SimulatedEvaluator* sim = nullptr;
-  if (flags.evaluator == "sim") {
-    auto s = std::make_unique<evaluate::SimulatedEvaluator>(w.gpu);
-    sim = s.get();
-    impl = std::move(s);
-  } else if (flags.evaluator.starts_with("table:") && flags.evaluator.size() > 6) {
-    auto table = std::make_unique<evaluate::TableEvaluator>(w.gpu);
-    table->add_file(flags.evaluator.substr(6), flags.partition);
-    impl = std::move(table);
-  } else {
-    throw InputError({"", 0, 0, "--evaluator"},
-                     fmt::format("expected sim or table:FILE, got '{}'", flags.evaluator));
-  }
-  evaluate::Evaluator evaluator(std::move(impl));
+  // A table file without a partition column holds the partition asked for.
+  const evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, w.gpu, {}, flags.partition);
+  const auto* sim = dynamic_cast<const evaluate::SimulatedEvaluator*>(&evaluator.impl());
   const evaluate::EvalResult r = evaluator.evaluate(partition, knob);
   if (!r.ok()) throw InputError(fmt::format("{}: {}", evaluate::to_string(r.status), r.message));
 
@@ -113,7 +101,8 @@ Action register_evaluate(CLI::App& app) {
   cmd->add_option("--slot", flags->slot, "Launch slot, or none for the sequential schedule")
       ->capture_default_str();
   cmd->add_option("--evaluator", flags->evaluator,
-                  "sim (the simulated GPU) or table:FILE (measured samples)")
+                  "sim (the simulated GPU), table:FILE (measured samples) or artifact:DIR (the Kareus artifact's "
+                  "profiling tree)")
       ->capture_default_str();
   return [flags] { return run_evaluate(*flags); };
 }

@@ -1,10 +1,14 @@
-// The --evaluator flag shared by commands that cost knobs: "sim" (the simulated GPU model) or
-// "table:FILE" (measured samples: our CSV or the Kareus artifact's eval_results.jsonl); `kareus plan`
-// also takes "gpu" (measured now, on this machine's GPUs).
+// The --evaluator flag shared by commands that cost knobs: "sim" (the simulated GPU model),
+// "table:FILE" (measured samples: our CSV or the Kareus artifact's eval_results.jsonl) or
+// "artifact:DIR" (the Kareus artifact's profiling tree: <partition>/eval_results.jsonl and
+// nonpartition/<MHz>/*_energy.csv; see evaluate/artifact_tree.hpp); `kareus plan` also takes
+// "gpu" (measured now, on this machine's GPUs).
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "kareus/evaluate/evaluator.hpp"
 #include "kareus/evaluate/noisy.hpp"
@@ -12,10 +16,18 @@
 
 namespace kareus::cli {
 
-// Throws InputError naming --evaluator for anything else. `noise` (--noise) applies to the
-// simulated GPU only: a table already holds measurements.
+// Throws InputError naming --evaluator for anything else, and the file at fault for bad input.
+// `noise` (--noise) applies to the simulated GPU only: a table already holds measurements.
+// `partition_key` names the partition of a table file that has no partition column. An artifact
+// tree's account (records used, unusable ones and why) goes to stderr.
 evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
-                                   const evaluate::NoiseOptions& noise = {});
+                                   const evaluate::NoiseOptions& noise = {},
+                                   const std::optional<std::string>& partition_key = std::nullopt);
+
+// For measured samples: one stderr line per thing this job cannot use (samples of a partition the
+// job does not run, samples outside a partition's knob space with the reason, partitions without
+// any sample), so that no sample is dropped in silence. Nothing for a model.
+void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<workload::Partition>& partitions);
 // As above, plus "gpu": measured on this machine's GPUs by the profiler (profile/profiler.hpp), for
 // `model` under `parallel`. Without a GPU that is a DeviceError (one line). Under mpirun, ranks
 // other than 0 serve rank 0's measurements inside this call and then exit the process (status 0).

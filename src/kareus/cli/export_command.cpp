@@ -19,7 +19,9 @@ Action register_export(CLI::App& app) {
   cmd->add_option("--plan", flags->plan, "plan.json (kareus-plan), or a plan set with --index")->required();
   cmd->add_option("--index", flags->index, "Which plan of a plan set (plans.json)");
   cmd->add_option("--format", flags->format,
-                  "kareus-artifact (freqs_ and scheds_pipeline_00000.py) or zeus-pfo (PointSolution frequencies)")
+                  "kareus-artifact (freqs_ and scheds_pipeline_00000.py, in the grammar of the artifact's scheduler) or "
+                  "zeus-pfo (the frequencies Zeus's PFO server serves; with TP > 1 run it with "
+                  "ZEUS_PFO_SCHEDULER=PointSolution3D)")
       ->required();
   cmd->add_option("--out", flags->out, "Directory to write into")->required();
   return [flags] {

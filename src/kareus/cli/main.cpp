@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kareus: error: %s (see kareus --help)\n", e.what());
     return 2;
   }
+  // Diagnostics go to stderr, so that stdout carries data only (e.g. `kareus frontier --csv`).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kareus"));
   spdlog::set_pattern("kareus: %v");
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   try {

@@ -46,6 +46,7 @@ int run_plan(PlanFlags& flags) {
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel, flags.noise);
+  report_sample_use(evaluator, planner::job_partitions(job));
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
@@ -142,7 +143,8 @@ Action register_plan(CLI::App& app) {
                   "One of the Kareus evaluation configurations instead of workload flags "
                   "(data/configs/kareus-osdi26.json; an unknown name lists them)");
   cmd->add_option("--evaluator", flags->evaluator,
-                  "sim (the simulated GPU), table:FILE (measured samples) or gpu (measured now on this machine's GPUs)")
+                  "sim (the simulated GPU), table:FILE (measured samples), artifact:DIR (the Kareus artifact's "
+                  "profiling tree) or gpu (measured now on this machine's GPUs)")
       ->capture_default_str();
   add_noise_flags(*cmd, flags->noise);
   cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();

@@ -12,11 +12,10 @@
 #include <optional>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
-#include "kareus/evaluate/simulated.hpp"
-#include "kareus/evaluate/table.hpp"
 #include "kareus/search/partition_search.hpp"
 #include "kareus/workload/partition.hpp"
 
@@ -182,27 +181,20 @@ int run_search_command(const SearchFlags& flags) {
     chosen.push_back(&workload::find_partition(partitions, flags.partition));
   }
 
-  std::unique_ptr<evaluate::EvaluatorImpl> impl;
-  if (flags.evaluator == "sim") {
-    impl = std::make_unique<evaluate::SimulatedEvaluator>(w.gpu);
-  } else if (flags.evaluator.starts_with("table:") && flags.evaluator.size() > 6) {
-    auto table = std::make_unique<evaluate::TableEvaluator>(w.gpu);
-    // A file without a partition column holds the one partition asked for.
-    std::optional<std::string> key;
-    if (chosen.size() == 1) key = chosen.front()->key;
-    table->add_file(flags.evaluator.substr(6), key);
-    impl = std::move(table);
-  } else {
-    throw InputError({"", 0, 0, "--evaluator"}, fmt::format("expected sim or table:FILE, got '{}'", flags.evaluator));
-  }
-  const evaluate::Evaluator evaluator(std::move(impl));
+  // A table file without a partition column holds the one partition asked for.
+  std::optional<std::string> table_key;
+  if (chosen.size() == 1) table_key = chosen.front()->key;
+  const evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, w.gpu, {}, table_key);
+  std::vector<workload::Partition> searched;
+  for (const workload::Partition* p : chosen) searched.push_back(*p);
+  report_sample_use(evaluator, searched);
   const bool model = evaluator.provenance() == evaluate::Provenance::kModel;
   const nlohmann::json identity = workload_identity(w);
 
   std::vector<search::PreparedSearch> prepared;
   std::vector<std::filesystem::path> journals;
   for (const workload::Partition* p : chosen) {
-    prepared.push_back(search::prepare_search(*p, w.gpu, options));
+    prepared.push_back(search::prepare_search(*p, evaluator, options));
     journals.push_back(journal_path(flags, p->key, chosen.size() > 1));
     search::Journal::check(journals.back(), {identity, p->key, evaluator.name()});
   }
@@ -232,8 +224,11 @@ int run_search_command(const SearchFlags& flags) {
     outputs.emplace_back(key + ".effective.frontier.csv", search::frontier_csv(r.effective_frontier));
     summary_parts[key] = {
         {"grid_size", r.grid_size},
+        {"space", r.restricted ? "the evaluator's knobs on the grid" : "the grid"},
+        {"space_size", r.space_size},
         {"budget", r.budget},
         {"measurements", r.outcome.measurements.size()},
+        {"measured_knobs", r.successful.size()},
         {"measured_this_run", r.outcome.measured_now},
         {"failed", r.failed},
         {"stop", std::string(search::to_string(r.outcome.stop))},
@@ -245,11 +240,16 @@ int run_search_command(const SearchFlags& flags) {
                                         {"energy_j", r.hypervolume.reference.energy_j}}}}},
         {"journal", journals[i].string()},
     };
-    fmt::print("  {:<14} {:>5} knobs, {:>4} measured ({:.1f}%), {:>3} on the frontier, {:>3} on the effective frontier, "
-               "stop: {}\n",
-               key, r.grid_size, r.outcome.measurements.size(),
-               100.0 * static_cast<double>(r.outcome.measurements.size()) / static_cast<double>(std::max<std::size_t>(1, r.grid_size)),
-               r.frontier.size(), r.effective_frontier.size(), search::to_string(r.outcome.stop));
+    // Measured = knobs of the space with a result; a failure is not measured. A table's space is
+    // its knobs on the grid.
+    const std::size_t measured = r.successful.size();
+    const std::string space = r.restricted ? fmt::format("{:>5} knobs in the table (of {} on the grid)", r.space_size, r.grid_size)
+                                           : fmt::format("{:>5} knobs", r.space_size);
+    fmt::print("  {:<14} {}, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective frontier, stop: {}\n",
+               key, space, measured,
+               100.0 * static_cast<double>(measured) / static_cast<double>(std::max<std::size_t>(1, r.space_size)),
+               r.failed ? fmt::format(", {} failed", r.failed) : "", r.frontier.size(), r.effective_frontier.size(),
+               search::to_string(r.outcome.stop));
   }
 
   nlohmann::ordered_json summary;
@@ -278,12 +278,12 @@ Action register_search(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("search", "Find each partition's time-energy frontier over its knobs");
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--partition", flags->partition, "Partition key (see kareus partitions), or all")->capture_default_str();
-  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU) or table:FILE (measured samples)")
+  cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU), table:FILE (measured samples) or artifact:DIR (the Kareus artifact's profiling tree)")
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "mobo (multi-pass Bayesian optimisation) or exhaustive")->capture_default_str();
   cmd->add_option("--budget", flags->budget,
                   "Measurements per partition, the journal's included (default: mobo 15% of the grid, at least the "
-                  "initial design; exhaustive the whole grid)");
+                  "initial design; exhaustive the whole grid; with a table evaluator, of its knobs on the grid)");
   cmd->add_option("--batch", flags->batch, "Knobs chosen per MOBO batch (measured in parallel when the evaluator allows)")
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "Seed of the initial design")->capture_default_str();

@@ -165,6 +165,16 @@ long CsvTable::integer(std::size_t row, std::size_t column) const {
   return value;
 }
 
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 CsvTable read_csv(const std::filesystem::path& path) {
   return CsvTable::parse(read_text_file(path), path.string());
 }

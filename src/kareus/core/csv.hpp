@@ -53,6 +53,11 @@ class CsvTable {
   std::vector<std::vector<CsvCell>> rows_;
 };
 
+// One field as RFC 4180 writes it, for every CSV we write: quoted, with quotes doubled, when it
+// holds a comma, a quote or a line break (a job name like "llama tp8 (layers 15,13)"); as it is
+// otherwise.
+std::string csv_field(std::string_view text);
+
 // Reads and parses a CSV file; a missing or unreadable file is an InputError naming the path.
 CsvTable read_csv(const std::filesystem::path& path);
 

@@ -9,6 +9,9 @@
 // that failed, comes back as an EvalResult with a status and a message, so a search can record it
 // and move on.
 //
+// An implementation that holds a finite set of knobs (a table) says which through known_knobs(), so
+// that a search asks only for those.
+//
 // Thread-safety: Evaluator::evaluate is safe to call from several threads exactly when
 // thread_safe() says so (the implementation declares it); the counters are atomic.
 // Example:
@@ -20,8 +23,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kareus/hardware/gpu.hpp"
 #include "kareus/workload/partition.hpp"
@@ -65,6 +70,13 @@ class EvaluatorImpl {
   virtual const hardware::GpuSpec& gpu() const = 0;
   virtual EvalResult evaluate(const workload::Partition& partition,
                               const workload::Knob& knob) const = 0;
+  // The knobs of `partition` it can answer, when that is a finite set it holds (a table of
+  // measurements: its samples); nullopt when it can cost any knob of the space (a model, a GPU).
+  // A search then measures only these: asking a table for anything else wastes its budget.
+  virtual std::optional<std::vector<workload::Knob>> known_knobs(const workload::Partition& partition) const {
+    (void)partition;
+    return std::nullopt;
+  }
 };
 
 class Evaluator {
@@ -81,6 +93,9 @@ class Evaluator {
   Provenance provenance() const { return impl_->provenance(); }
   bool thread_safe() const { return impl_->thread_safe(); }
   const hardware::GpuSpec& gpu() const { return impl_->gpu(); }
+  std::optional<std::vector<workload::Knob>> known_knobs(const workload::Partition& partition) const {
+    return impl_->known_knobs(partition);
+  }
   // The implementation, for its own extra queries (e.g. the simulated timeline).
   const EvaluatorImpl& impl() const { return *impl_; }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -10,26 +11,14 @@
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/evaluate/artifact_tree.hpp"
 
 namespace kareus::evaluate {
-namespace {
-
-// The artifact writes slots as names ("norm_0", "none") or, in its legacy format, as integers
-// (-1 = not overlapped).
-std::string slot_of(const nlohmann::json& value, const InputLocation& where) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_integer()) {
-    long index = value.get<long>();
-    return index < 0 ? std::string(workload::kSequentialSlot) : std::to_string(index);
-  }
-  throw InputError(where, fmt::format("expected a slot name or index, got {}", value.dump()));
-}
-
-}  // namespace
 
 TableEvaluator::TableEvaluator(hardware::GpuSpec gpu) : gpu_(std::move(gpu)) {}
 
 std::string TableEvaluator::name() const {
+  if (!name_.empty()) return name_;
   return files_.empty() ? "table" : fmt::format("table:{}", fmt::join(files_, ","));
 }
 
@@ -37,6 +26,23 @@ std::vector<std::string> TableEvaluator::partition_keys() const {
   std::set<std::string> keys;
   for (const auto& [key, sum] : table_) keys.insert(std::get<0>(key));
   return {keys.begin(), keys.end()};
+}
+
+std::map<std::string, std::vector<workload::Knob>> TableEvaluator::knobs_by_partition() const {
+  std::map<std::string, std::vector<workload::Knob>> out;
+  for (const auto& [key, sum] : table_) {
+    out[std::get<0>(key)].push_back({std::get<1>(key), std::get<2>(key), std::get<3>(key)});
+  }
+  return out;
+}
+
+std::optional<std::vector<workload::Knob>> TableEvaluator::known_knobs(const workload::Partition& partition) const {
+  std::vector<workload::Knob> out;
+  for (auto it = table_.lower_bound({partition.key, std::numeric_limits<double>::lowest(), std::numeric_limits<int>::min(), ""});
+       it != table_.end() && std::get<0>(it->first) == partition.key; ++it) {
+    out.push_back({std::get<1>(it->first), std::get<2>(it->first), std::get<3>(it->first)});
+  }
+  return out;
 }
 
 void TableEvaluator::add_sample(const std::string& partition_key, const workload::Knob& knob,
@@ -101,19 +107,6 @@ void TableEvaluator::add_jsonl(const std::filesystem::path& path,
       throw InputError({source, number, 0, ""}, fmt::format("not a JSON object: {}", e.what()));
     }
     if (!doc.is_object()) throw InputError({source, number, 0, ""}, "not a JSON object");
-    auto field = [&](const char* key) -> const nlohmann::json& {
-      auto it = doc.find(key);
-      if (it == doc.end()) throw InputError({source, number, 0, key}, "is missing");
-      return *it;
-    };
-    auto number_of = [&](const char* key) {
-      const auto& v = field(key);
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-        throw InputError({source, number, 0, key},
-                         fmt::format("must be a number >= 0, got {}", v.dump()));
-      }
-      return v.get<double>();
-    };
     std::string key;
     if (auto it = doc.find("partition"); it != doc.end() && it->is_string()) {
       key = it->get<std::string>();
@@ -123,24 +116,29 @@ void TableEvaluator::add_jsonl(const std::filesystem::path& path,
       throw InputError({source, number, 0, "partition"},
                        "the line names no partition; name the partition it measures");
     }
-    const std::string end = slot_of(field("overlap_end"), {source, number, 0, "overlap_end"});
-    const std::string start = slot_of(field("overlap_start"), {source, number, 0, "overlap_start"});
-    const double freq = number_of("freq");
-    const double sm = number_of("sm");
-    if (freq <= 0) throw InputError({source, number, 0, "freq"}, "must be a positive clock in MHz");
-    if (sm != std::floor(sm)) throw InputError({source, number, 0, "sm"}, "must be an integer");
-    const double t = number_of("time_s"), e = number_of("energy_j");
-    if (end != workload::kSequentialSlot) {
+    auto parsed = parse_artifact_record(line, source, number, key);
+    if (auto* record = std::get_if<ArtifactRecord>(&parsed)) {
+      add_sample(key, record->knob, record->time_s, record->energy_j);
+    } else {
       ++skipped_;
-      continue;
     }
-    add_sample(key, {freq, static_cast<int>(sm), start}, t, e);
   }
 }
 
 EvalResult TableEvaluator::evaluate(const workload::Partition& partition,
                                     const workload::Knob& knob) const {
   auto it = table_.find({partition.key, knob.freq_mhz, knob.sms, knob.slot});
+  if (it == table_.end() && partition.slots.empty()) {
+    // Never overlapped: one knob per clock, whatever SM count its collective was measured with
+    // (the Kareus artifact's non-partition profiles say none).
+    for (auto c = table_.lower_bound({partition.key, knob.freq_mhz, std::numeric_limits<int>::min(), ""});
+         c != table_.end() && std::get<0>(c->first) == partition.key && std::get<1>(c->first) == knob.freq_mhz; ++c) {
+      if (std::get<3>(c->first) == workload::kSequentialSlot) {
+        it = c;
+        break;
+      }
+    }
+  }
   if (it == table_.end()) {
     std::size_t of_partition = 0;
     for (const auto& [key, sum] : table_) of_partition += std::get<0>(key) == partition.key ? 1 : 0;

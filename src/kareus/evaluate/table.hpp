@@ -7,11 +7,16 @@
 //   partition, partition (the key); further columns are ignored. The search's frontier CSVs are
 //   in this format.
 // - the Kareus artifact's eval_results.jsonl: one JSON object per line with freq, overlap_start,
-//   overlap_end, sm, block, time_s, energy_j (and optionally partition). overlap_start is the
-//   launch slot ("none" or -1 = sequential); a sample whose overlap_end is not "none"/-1 syncs
-//   the collective early, which our knobs never do, so it is skipped and counted. block (the
-//   collective's threads per block) is not a Kareus knob and is ignored.
-// Times and energies are per GPU. Repeated samples of one knob are averaged.
+//   overlap_end, sm, block, time_s, energy_j (and optionally partition), read as
+//   evaluate/artifact_tree.hpp reads them: overlap_start is the launch slot in the artifact's
+//   names (activation_0 is our act_0; "none" or -1 = sequential); a sample whose overlap_end is
+//   not "none"/-1 (it syncs the collective early, which our knobs never do) or whose
+//   overlap_start is an op index is skipped and counted. block (the collective's threads per
+//   block) is not a Kareus knob and is ignored. A whole artifact profiling tree is read by
+//   read_artifact_tree.
+// Times and energies are per GPU. Repeated samples of one knob are averaged. A partition that is
+// never overlapped (no launch slots) has one knob per clock: its sample at that clock answers
+// whatever SM count the knob names.
 //
 // Thread-safety: load everything first; after that evaluate() may run concurrently.
 // Example:
@@ -43,9 +48,14 @@ class TableEvaluator final : public EvaluatorImpl {
   void add_sample(const std::string& partition_key, const workload::Knob& knob, double time_s,
                   double energy_j);
 
+  // Names the evaluator after where its samples came from (default: table:<files>).
+  void set_name(std::string name) { name_ = std::move(name); }
+
   std::size_t samples() const { return samples_; }
   std::size_t skipped_samples() const { return skipped_; }
   std::vector<std::string> partition_keys() const;
+  // The distinct knobs with samples, by partition key.
+  std::map<std::string, std::vector<workload::Knob>> knobs_by_partition() const;
 
   std::string name() const override;
   Provenance provenance() const override { return Provenance::kMeasurement; }
@@ -53,6 +63,9 @@ class TableEvaluator final : public EvaluatorImpl {
   const hardware::GpuSpec& gpu() const override { return gpu_; }
   EvalResult evaluate(const workload::Partition& partition,
                       const workload::Knob& knob) const override;
+  // The distinct knobs sampled for the partition's key, as they were recorded (for a partition
+  // without launch slots a sample at a clock answers that clock whatever its SMs, see above).
+  std::optional<std::vector<workload::Knob>> known_knobs(const workload::Partition& partition) const override;
 
  private:
   void add_csv(const std::filesystem::path& path, const std::optional<std::string>& partition_key);
@@ -67,6 +80,7 @@ class TableEvaluator final : public EvaluatorImpl {
   hardware::GpuSpec gpu_;
   std::map<Key, Sum> table_;
   std::vector<std::string> files_;
+  std::string name_;
   std::size_t samples_ = 0;
   std::size_t skipped_ = 0;
 };

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
+#include "kareus/core/artifact_format.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 
@@ -23,15 +26,89 @@ std::string frequency_lists(const Plan& plan) {
   return out + "]\n";
 }
 
-std::string config_strings(const nlohmann::json& partitions, const std::string& where) {
-  std::string out;
-  for (const auto& p : partitions) {
-    if (!p.contains("slot") || !p.contains("sms")) {
-      throw InputError({where, 0, 0, "knob.partitions"}, "each partition needs 'slot' and 'sms'");
-    }
-    out += fmt::format("'{}-none-{}-1024', ", p.at("slot").get<std::string>(), p.at("sms").get<int>());
+// An instruction's collective configs by the artifact's field name (a partition key); recomputed
+// forward partitions of a checkpointed backward under their forward keys.
+using FieldConfigs = std::map<std::string, std::string>;
+
+bool is_field(std::string_view key, bool cp) {
+  auto has = [&](std::span<const std::string_view> fields) {
+    return std::find(fields.begin(), fields.end(), key) != fields.end();
+  };
+  return has(artifact_forward_fields(cp)) || has(artifact_backward_fields(cp));
+}
+
+void add_field(FieldConfigs& fields, const std::string& key, std::string config, const std::string& where) {
+  if (!fields.emplace(key, std::move(config)).second) {
+    throw InputError({where, 0, 0, "knob"}, fmt::format("sets partition {} twice", key));
   }
-  return out;
+}
+
+// Our knob: {"partitions": [{"key", "sms", "slot"}...], "recompute": [...]}.
+void add_partition_list(const nlohmann::json& list, const std::string& where, std::string_view part,
+                        FieldConfigs& out) {
+  if (!list.is_array()) throw InputError({where, 0, 0, fmt::format("knob.{}", part)}, "must be a list");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& p = list[i];
+    const std::string field = fmt::format("knob.{}[{}]", part, i);
+    if (!p.is_object() || !p.contains("key") || !p.contains("slot") || !p.contains("sms") ||
+        !p.at("key").is_string() || !p.at("slot").is_string() || !p.at("sms").is_number_integer()) {
+      throw InputError({where, 0, 0, field}, "needs 'key' and 'slot' (strings) and 'sms' (an integer)");
+    }
+    add_field(out, p.at("key").get<std::string>(),
+              format_artifact_config({to_artifact_slot(p.at("slot").get<std::string>()),
+                                      "none", p.at("sms").get<int>(),
+                                      kArtifactBlockSize, false}),
+              where);
+  }
+}
+
+FieldConfigs field_configs(const PlannedInstruction& ins, const std::string& where) {
+  FieldConfigs out;
+  const nlohmann::json& knob = ins.knob;
+  if (knob.is_object() && knob.contains("partitions")) {
+    add_partition_list(knob.at("partitions"), where, "partitions", out);
+    if (knob.contains("recompute")) add_partition_list(knob.at("recompute"), where, "recompute", out);
+    return out;
+  }
+  // A knob carried from a profile whose columns already hold the artifact's config strings
+  // (e.g. {"attention_configs": "linear_0-none-12-1024", ...} or {"fwd_qkv_ar": ...}): passed
+  // through as written, each under the partition its column names.
+  if (knob.is_object() && !knob.empty()) {
+    const bool backward = ins.type == pipeline::InstructionType::kBackward;
+    for (const auto& [column, value] : knob.items()) {
+      // Columns that are no schedule field, and fields this instruction leaves empty, are not ours.
+      const std::optional<std::string> key = artifact_profile_field(column, backward);
+      if (!value.is_string() || !key || (!backward && key->starts_with("bwd_"))) continue;
+      const std::string text = value.get<std::string>();
+      if (text.empty()) continue;
+      if (!parse_artifact_config(text)) {
+        throw InputError({where, 0, 0, fmt::format("knob.{}", column)},
+                         fmt::format("'{}' is not an artifact config string (<start>-<end>-<SMs>-<block>)", text));
+      }
+      add_field(out, *key, text, where);
+    }
+    if (!out.empty()) return out;
+  }
+  throw InputError({where, 0, 0, "knob"},
+                   "has no per-partition knobs; a clock-only plan exports as zeus-pfo, or as the "
+                   "artifact's freqs file alone");
+}
+
+// The configs of `fields` in order, as Python string literals after the instruction's name.
+std::string tuple_of(std::string_view name, std::initializer_list<std::span<const std::string_view>> groups,
+                     const FieldConfigs& configs, const std::string& where) {
+  std::string out = fmt::format("('{}'", name);
+  for (std::span<const std::string_view> fields : groups) {
+    for (std::string_view field : fields) {
+      auto it = configs.find(std::string(field));
+      if (it == configs.end()) {
+        throw InputError({where, 0, 0, "knob"}, fmt::format("has no config for partition {}, which the "
+                                                            "artifact's {} tuple needs", field, name));
+      }
+      out += fmt::format(", '{}'", it->second);
+    }
+  }
+  return out + ")";
 }
 
 }  // namespace
@@ -40,24 +117,74 @@ std::string kareus_artifact_freqs(const Plan& plan) { return frequency_lists(pla
 
 std::string zeus_pfo_schedule(const Plan& plan) { return frequency_lists(plan); }
 
-std::string kareus_artifact_scheds(const Plan& plan) {
-  std::string out = "[\n";
+ArtifactLayout artifact_layout(const Plan& plan) {
+  std::optional<bool> cp, checkpointing;
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
-    out += "    [";
     for (std::size_t k = 0; k < plan.stages[s].size(); ++k) {
       const PlannedInstruction& ins = plan.stages[s][k];
-      std::string where = fmt::format("stages[{}].instructions[{}]", s, k);
-      if (!ins.knob.is_object() || !ins.knob.contains("partitions")) {
-        throw InputError({where, 0, 0, "knob"},
-                         "has no per-partition knobs; a clock-only plan exports as zeus-pfo, or as the "
-                         "artifact's freqs file alone");
+      const std::string where = fmt::format("stages[{}].instructions[{}]", s, k);
+      const FieldConfigs configs = field_configs(ins, where);
+      for (const auto& [key, config] : configs) {
+        const bool tp_key = is_field(key, false), cp_key = is_field(key, true);
+        if (!tp_key && !cp_key) {
+          throw InputError({where, 0, 0, "knob"},
+                           fmt::format("partition {} has no field in the artifact's schedule", key));
+        }
+        if (tp_key != cp_key) {  // fwd_mlp and bwd_mlp are fields of both
+          if (cp && *cp != cp_key) {
+            throw InputError({where, 0, 0, "knob"}, fmt::format("partition {} mixes TP-only and CP keys", key));
+          }
+          cp = cp_key;
+        }
       }
-      std::string tuple;
-      if (ins.knob.contains("recompute")) tuple += config_strings(ins.knob.at("recompute"), where);
-      tuple += config_strings(ins.knob.at("partitions"), where);
-      out += fmt::format("{}({})", k ? ", " : "", tuple);
+      if (ins.type == pipeline::InstructionType::kBackward) {
+        const bool recomputes = std::any_of(configs.begin(), configs.end(),
+                                            [](const auto& c) { return c.first.starts_with("fwd_"); });
+        if (checkpointing && *checkpointing != recomputes) {
+          throw InputError({where, 0, 0, "knob"},
+                           "some backwards recompute the forward and others do not; the artifact's "
+                           "schedule is either checkpointed or not");
+        }
+        checkpointing = recomputes;
+      }
     }
-    out += "],\n";
+  }
+  return {cp.value_or(false), checkpointing.value_or(false)};
+}
+
+std::string kareus_artifact_scheds(const Plan& plan) {
+  const ArtifactLayout layout = artifact_layout(plan);
+  const auto forward = artifact_forward_fields(layout.context_parallel);
+  const auto backward = artifact_backward_fields(layout.context_parallel);
+  std::string out = "[\n";
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const auto& stage = plan.stages[s];
+    std::vector<std::string> tuples;
+    // Without checkpointing the artifact wants one (forward, backward) pair per microbatch.
+    std::map<int, std::pair<std::string, std::string>> pairs;
+    for (std::size_t k = 0; k < stage.size(); ++k) {
+      const PlannedInstruction& ins = stage[k];
+      const std::string where = fmt::format("stages[{}].instructions[{}]", s, k);
+      const FieldConfigs configs = field_configs(ins, where);
+      if (ins.type == pipeline::InstructionType::kForward) {
+        std::string t = tuple_of("forward", {forward}, configs, where);
+        if (layout.checkpointing) tuples.push_back(std::move(t));
+        else pairs[ins.microbatch].first = std::move(t);
+      } else if (layout.checkpointing) {
+        tuples.push_back(tuple_of("backward", {forward, backward}, configs, where));
+      } else {
+        pairs[ins.microbatch].second = tuple_of("backward", {backward}, configs, where);
+      }
+    }
+    for (auto& [microbatch, pair] : pairs) {
+      if (pair.first.empty() || pair.second.empty()) {
+        throw InputError({fmt::format("stages[{}]", s), 0, 0, "instructions"},
+                         fmt::format("microbatch {} lacks its {}", microbatch,
+                                     pair.first.empty() ? "forward" : "backward"));
+      }
+      tuples.push_back(fmt::format("({}, {})", pair.first, pair.second));
+    }
+    out += fmt::format("    [{}],\n", fmt::join(tuples, ", "));
   }
   return out + "]\n";
 }

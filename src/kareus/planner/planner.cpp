@@ -1,6 +1,7 @@
 #include "kareus/planner/planner.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -31,6 +32,24 @@ compose::PartitionPoint measure(const evaluate::Evaluator& evaluator, const work
   return point;
 }
 
+// A knob a measured table has no sample of, for Kareus's own options: left out (Kareus plans from
+// what was measured; a table never invents a number), where a baseline needs it and fails.
+std::optional<compose::PartitionPoint> measure_if_sampled(const evaluate::Evaluator& evaluator,
+                                                          const workload::Partition& partition,
+                                                          const workload::Knob& knob, MeasurementCache& cache) {
+  if (auto it = cache.find({partition.key, knob}); it != cache.end()) return it->second;
+  if (evaluator.provenance() == evaluate::Provenance::kMeasurement) {
+    evaluate::EvalResult r = evaluator.evaluate(partition, knob);
+    if (r.status == evaluate::EvalStatus::kNotMeasured) return std::nullopt;
+    if (r.ok()) {
+      compose::PartitionPoint point{knob, r.time_s, r.energy_j};
+      cache.emplace(std::pair{partition.key, knob}, point);
+      return point;
+    }
+  }
+  return measure(evaluator, partition, knob, cache);
+}
+
 // The knob a baseline runs a partition with at `freq_mhz`, taken from the partition's search grid
 // so that Kareus's search measures exactly the knobs the baselines use. Perseus and Megatron-LM:
 // the sequential knob (the segment un-split, its collective after the compute). Nanobatching+
@@ -41,6 +60,22 @@ compose::PartitionPoint measure(const evaluate::Evaluator& evaluator, const work
 workload::Knob baseline_knob(Method method, const search::KnobSpace& space, double freq_mhz) {
   std::size_t index = method == Method::kNanobatching ? space.nanobatching_knob(freq_mhz) : space.sequential_knob(freq_mhz);
   return space.knob(index);
+}
+
+// Whether the evaluator can cost the baseline's knob of `partition` at each of `clocks`: always,
+// unless it holds a finite set of knobs (a table), read as the search reads it.
+std::vector<bool> baseline_knob_held(Method method, const workload::Partition& partition,
+                                     const evaluate::Evaluator& evaluator, const search::GridOptions& grid,
+                                     const std::vector<double>& clocks) {
+  std::vector<bool> held(clocks.size(), true);
+  const auto known = evaluator.known_knobs(partition);
+  if (!known) return held;
+  const search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), grid).restricted_to(*known);
+  const Method knobs = method == Method::kNanobatching ? method : Method::kPerseus;
+  for (std::size_t c = 0; c < clocks.size(); ++c) {
+    held[c] = space.available(knobs == Method::kNanobatching ? space.nanobatching_knob(clocks[c]) : space.sequential_knob(clocks[c]));
+  }
+  return held;
 }
 
 nlohmann::json identity(const Job& job, const evaluate::Evaluator& evaluator) {
@@ -105,6 +140,60 @@ std::vector<workload::Partition> job_partitions(const Job& job) {
   return partitions;
 }
 
+std::vector<double> method_clocks_mhz(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                      const PlannerOptions& options) {
+  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kKareus) return clocks;
+  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  std::vector<bool> all(clocks.size(), true);
+  for (const workload::Partition& p : job_partitions(job)) {
+    const std::vector<bool> held = baseline_knob_held(method, p, evaluator, options.search.grid, clocks);
+    for (std::size_t c = 0; c < clocks.size(); ++c) all[c] = all[c] && held[c];
+  }
+  std::vector<double> out;
+  for (std::size_t c = 0; c < clocks.size(); ++c) {
+    if (all[c]) out.push_back(clocks[c]);
+  }
+  return out;
+}
+
+std::optional<std::string> unsupported_reason(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                              const PlannerOptions& options) {
+  if (method == Method::kKareus || !method_clocks_mhz(method, job, evaluator, options).empty()) return std::nullopt;
+  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  // The partitions that lack the knob at every clock, or else those that lack it somewhere.
+  std::vector<std::string> never, somewhere;
+  bool any_sequential = false;
+  for (const workload::Partition& p : job_partitions(job)) {
+    const std::vector<bool> held = baseline_knob_held(method, p, evaluator, options.search.grid, clocks);
+    const auto count = std::count(held.begin(), held.end(), true);
+    if (count == 0) never.push_back(p.key);
+    if (count > 0 && count < static_cast<long>(held.size())) somewhere.push_back(p.key);
+    if (const auto known = evaluator.known_knobs(p); known && p.collective && !p.slots.empty()) {
+      for (const workload::Knob& k : *known) any_sequential = any_sequential || k.sequential();
+    }
+  }
+  std::string knob;
+  if (method == Method::kNanobatching) {
+    knob = fmt::format("nanobatching knob (collective launched at the first slot with the SM level nearest {})",
+                       search::kDefaultNanobatchingSms);
+  } else {
+    knob = "sequential knob (collective after the compute)";
+  }
+  const std::string where = method == Method::kMegatron ? fmt::format("at {} MHz, the highest clock", clocks.front())
+                                                         : "at any clock of the grid";
+  std::string reason;
+  if (!never.empty()) {
+    reason = fmt::format("{} holds no {} of {} {}", evaluator.name(), knob, fmt::join(never, ", "), where);
+  } else {
+    reason = fmt::format("{} holds the {} of {} at different clocks, none common to all", evaluator.name(), knob,
+                         fmt::join(somewhere, ", "));
+  }
+  if (method != Method::kNanobatching && !any_sequential) reason += "; the Kareus artifact never measures it";
+  return reason;
+}
+
 namespace {
 
 MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evaluator& evaluator,
@@ -115,10 +204,13 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   result.virtual_stages = options.virtual_stages;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
   result.unit_time_s = options.unit_time_s;
-  const std::int64_t calls_before = evaluator.calls();
+  const std::int64_t calls_before = evaluator.calls(), failures_before = evaluator.failures();
   const std::vector<workload::Partition> partitions = job_partitions(job);
-  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
-  if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
+  const std::vector<double> clocks = method_clocks_mhz(method, job, evaluator, options);
+  if (clocks.empty()) {
+    throw InputError({"", 0, 0, "--evaluator"},
+                     fmt::format("{} cannot run: {}", to_string(method), *unsupported_reason(method, job, evaluator, options)));
+  }
 
   compose::PartitionPoints points;
   for (const workload::Partition& partition : partitions) {
@@ -126,11 +218,18 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     if (method != Method::kKareus || !partition.collective) {
       Method knobs = method == Method::kKareus ? Method::kPerseus : method;
       search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
-      for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(knobs, space, clock), cache));
+      for (double clock : clocks) {
+        const workload::Knob knob = baseline_knob(knobs, space, clock);
+        if (method != Method::kKareus) {
+          list.push_back(measure(evaluator, partition, knob, cache));
+        } else if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) {
+          list.push_back(*point);
+        }
+      }
       result.grid_knobs += clocks.size();
       continue;
     }
-    search::PreparedSearch prepared = search::prepare_search(partition, evaluator.gpu(), options.search);
+    search::PreparedSearch prepared = search::prepare_search(partition, evaluator, options.search);
     std::optional<std::filesystem::path> journal;
     if (options.journal_dir) journal = *options.journal_dir / (partition.key + ".journal.jsonl");
     search::PartitionSearchResult found =
@@ -144,12 +243,14 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     for (double clock : clocks) {
       for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
         workload::Knob knob = baseline_knob(baseline, prepared.space, clock);
-        if (!cache.contains({partition.key, knob})) list.push_back(measure(evaluator, partition, knob, cache));
+        if (cache.contains({partition.key, knob})) continue;
+        if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) list.push_back(*point);
       }
     }
-    result.grid_knobs += found.grid_size;
+    result.grid_knobs += found.space_size;
     if (options.progress) {
-      options.progress(fmt::format("{}: {} of {} knobs measured", partition.key, found.successful.size(), found.grid_size));
+      options.progress(fmt::format("{}: {} of {} knobs{} measured", partition.key, found.successful.size(),
+                                   found.space_size, found.restricted ? " in the table" : ""));
     }
   }
 
@@ -163,10 +264,13 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
 
   if (method == Method::kKareus) {
     // The baselines' plans are plans of Kareus's space: map each onto Kareus's options (no slower,
-    // no costlier per instruction) and keep whatever is not dominated.
+    // no costlier per instruction) and keep whatever is not dominated. A baseline a table cannot
+    // run (the Kareus artifact's profiles never measure the sequential knob) is left out: Kareus
+    // then plans from what was measured.
     pipeline::InstructionDag dag(schedule);
     std::vector<FrontierPoint> all = result.frontier;
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
+      if (unsupported_reason(baseline, job, evaluator, options)) continue;
       PlannerOptions quiet = options;
       quiet.progress = nullptr;
       MethodResult other = run_with_cache(baseline, job, evaluator, quiet, cache);
@@ -189,7 +293,9 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     for (std::size_t i : pareto_indices(te)) front.push_back(all[i]);
     result.frontier = std::move(front);
   }
-  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before);
+  // Knobs with a cost: a failure, or a knob a table has no sample of, is not a measurement.
+  result.measurements = static_cast<std::size_t>(evaluator.calls() - calls_before) -
+                        static_cast<std::size_t>(evaluator.failures() - failures_before);
   return result;
 }
 

@@ -74,6 +74,11 @@ struct MethodResult {
 // All partitions the job runs: layer partitions, then the non-partition work of every stage.
 std::vector<workload::Partition> job_partitions(const Job& job);
 
+// A baseline runs at the grid's clocks; on an evaluator that holds a finite set of knobs (a table,
+// such as the Kareus artifact's profiling tree) at those of them where it holds the baseline's knob
+// of every partition. Kareus runs on any evaluator, from what it can cost, and takes in the plans
+// of every baseline that can run.
+// Throws InputError with unsupported_reason() when `method` cannot run on the evaluator.
 // Throws InputError for a schedule the solver cannot plan yet (zb-h1: its W instructions need
 // options of their own) or layers that do not split into the virtual stages.
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
@@ -84,6 +89,14 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
 // option per (stage, instruction, clock). What an artifact's plan of that method is evaluated on.
 pipeline::OptionTable baseline_option_table(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                             const PlannerOptions& options);
+// Why `method` cannot run on `evaluator` for `job`, e.g. "the table holds no sequential knob
+// (collective after the compute) of fwd_attn, fwd_mlp at any clock of the grid; the Kareus
+// artifact never measures it"; nullopt when it can. Only a table can lack a knob.
+std::optional<std::string> unsupported_reason(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                              const PlannerOptions& options);
+// The clocks a baseline runs at (see run_method); empty when it cannot run. All the grid's for Kareus.
+std::vector<double> method_clocks_mhz(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                                      const PlannerOptions& options);
 
 // The plan of one frontier point, with the job and method recorded as its source.
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point);

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/artifact_format.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/evaluate/artifact_tree.hpp"
 
 namespace kareus::search {
 namespace {
@@ -18,8 +21,6 @@ using ordered_json = nlohmann::ordered_json;
 
 constexpr std::string_view kFormat = "kareus-search-journal";
 constexpr int kVersion = 1;
-// The artifact's fixed threads-per-block of a collective; recorded for compatibility only.
-constexpr int kArtifactBlockSize = 1024;
 // Every header line starts with this, which tells a torn header from a foreign file.
 const std::string kHeaderPrefix = fmt::format("{{\"format\":\"{}\"", kFormat);
 
@@ -108,6 +109,76 @@ void fsync_directory(const std::filesystem::path& path) {
   ::close(fd);
 }
 
+// Whether `line` (the first of a file) is a record of an artifact's eval_results.jsonl.
+bool is_artifact_record(const std::string& line) {
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(line);
+    return doc.is_object() && !doc.contains("format") && doc.contains("freq") && doc.contains("overlap_start");
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+// A successful measurement as the artifact logs one.
+std::string encode_artifact_record(const Measurement& m) {
+  ordered_json doc;
+  if (m.knob.freq_mhz == std::floor(m.knob.freq_mhz)) {
+    doc["freq"] = static_cast<long>(m.knob.freq_mhz);
+  } else {
+    doc["freq"] = m.knob.freq_mhz;
+  }
+  doc["overlap_start"] = to_artifact_slot(m.knob.slot);
+  doc["overlap_end"] = "none";
+  doc["sm"] = m.knob.sms;
+  doc["block"] = kArtifactBlockSize;
+  doc["time_s"] = m.time_s;
+  doc["energy_j"] = m.energy_j;
+  return doc.dump();
+}
+
+// The records of an artifact log; the last line may be torn like ours.
+JournalContents read_artifact_log(const std::string& text, const std::string& file) {
+  JournalContents out;
+  out.artifact_log = true;
+  const std::filesystem::path parent = std::filesystem::path(file).parent_path().filename();
+  std::size_t start = 0;
+  long line_no = 0;
+  while (start < text.size()) {
+    ++line_no;
+    const std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) {
+      out.torn_tail = true;
+      break;
+    }
+    const std::string line = text.substr(start, end - start);
+    const bool last = end + 1 == text.size();
+    if (line.find_first_not_of(" \t\r") != std::string::npos) {
+      try {
+        auto parsed = evaluate::parse_artifact_record(line, file, line_no, parent.string());
+        if (auto* r = std::get_if<evaluate::ArtifactRecord>(&parsed)) {
+          Measurement m;
+          m.knob = r->knob;
+          m.ok = true;
+          m.time_s = r->time_s;
+          m.energy_j = r->energy_j;
+          m.effective_energy_j = std::nan("");  // the search recomputes it with its static power
+          out.measurements.push_back(std::move(m));
+        } else {
+          const auto& u = std::get<evaluate::UnusableRecord>(parsed);
+          out.unusable.push_back(u.where + ": " + u.reason);
+        }
+      } catch (const InputError&) {
+        if (!last) throw;
+        out.torn_tail = true;
+        break;
+      }
+    }
+    out.valid_bytes = end + 1;
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string encode_measurement(const Measurement& m) {
@@ -188,6 +259,7 @@ JournalContents Journal::read(const std::filesystem::path& path) {
   JournalContents out;
   if (text.empty()) return out;
   std::size_t first_newline = text.find('\n');
+  if (is_artifact_record(text.substr(0, first_newline))) return read_artifact_log(text, file);
   if (first_newline == std::string::npos) {
     // Nothing complete: a header torn while being written, or something else entirely.
     bool torn_header = text.size() < kHeaderPrefix.size() ? kHeaderPrefix.starts_with(text) : text.starts_with(kHeaderPrefix);
@@ -241,6 +313,16 @@ Checked check_journal(const std::filesystem::path& path, const JournalHeader& he
   }
   const JournalContents& contents = c.contents;
   c.has_header = !contents.header.partition.empty() || !contents.header.evaluator.empty();
+  if (contents.artifact_log) {
+    // The artifact names a log's partition by its directory; any other directory says nothing.
+    const std::string dir = path.parent_path().filename().string();
+    const bool names_partition = dir.starts_with("fwd_") || dir.starts_with("bwd_");
+    if (names_partition && dir != wanted.partition) {
+      throw InputError({path.string(), 0, 0, "partition"},
+                       fmt::format("is the artifact's log of partition '{}' (its directory), not '{}'; use another "
+                                   "--journal", dir, wanted.partition));
+    }
+  }
   if (c.has_header) {
     if (contents.header.partition != wanted.partition) {
       throw InputError({path.string(), 1, 0, "partition"},
@@ -274,6 +356,7 @@ Journal Journal::open(const std::filesystem::path& path, const JournalHeader& he
   Journal j;
   j.path_ = path;
   j.header_ = wanted;
+  j.artifact_log_ = contents.artifact_log;
   j.measurements_ = std::move(contents.measurements);
   if (!path.parent_path().empty()) std::filesystem::create_directories(path.parent_path(), ec);
   j.fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -282,11 +365,16 @@ Journal Journal::open(const std::filesystem::path& path, const JournalHeader& he
   }
   if (contents.torn_tail) {
     spdlog::warn("{}: dropping a torn last line (a run was interrupted while writing it)", path.string());
-    if (::ftruncate(j.fd_, static_cast<off_t>(has_header ? contents.valid_bytes : 0)) != 0) {
+    if (::ftruncate(j.fd_, static_cast<off_t>(has_header || contents.artifact_log ? contents.valid_bytes : 0)) != 0) {
       throw Error(fmt::format("{}: cannot drop the torn line: {}", path.string(), std::strerror(errno)));
     }
   }
-  if (!has_header) {
+  if (contents.artifact_log) {
+    spdlog::info("{}: resuming from the artifact's log ({} records, {} unusable{}); it names no workload or evaluator, "
+                 "so they are taken as this search's; new measurements are appended in its record form",
+                 path.string(), j.measurements_.size(), contents.unusable.size(),
+                 contents.unusable.empty() ? "" : ", e.g. " + contents.unusable.front());
+  } else if (!has_header) {
     write_all(j.fd_, encode_header(wanted) + "\n", path);
     fsync_directory(path);
   }
@@ -296,6 +384,7 @@ Journal Journal::open(const std::filesystem::path& path, const JournalHeader& he
 Journal::Journal(Journal&& other) noexcept
     : path_(std::move(other.path_)),
       header_(std::move(other.header_)),
+      artifact_log_(other.artifact_log_),
       measurements_(std::move(other.measurements_)),
       fd_(other.fd_),
       mutex_(std::move(other.mutex_)) {
@@ -307,6 +396,7 @@ Journal& Journal::operator=(Journal&& other) noexcept {
     if (fd_ >= 0) ::close(fd_);
     path_ = std::move(other.path_);
     header_ = std::move(other.header_);
+    artifact_log_ = other.artifact_log_;
     measurements_ = std::move(other.measurements_);
     fd_ = other.fd_;
     mutex_ = std::move(other.mutex_);
@@ -325,10 +415,11 @@ std::vector<Measurement> Journal::measurements() const {
 }
 
 void Journal::append(const Measurement& m) {
-  std::string line = encode_measurement(m) + "\n";
+  // An artifact log holds measurements only; a failure stays in memory (and is retried next run).
+  std::string line = artifact_log_ ? (m.ok ? encode_artifact_record(m) + "\n" : "") : encode_measurement(m) + "\n";
   std::lock_guard lock(*mutex_);
   KAREUS_CHECK(fd_ >= 0, "append to a closed journal");
-  write_all(fd_, line, path_);
+  if (!line.empty()) write_all(fd_, line, path_);
   measurements_.push_back(m);
 }
 

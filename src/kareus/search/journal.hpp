@@ -13,6 +13,13 @@
 // and add time_s, energy_j, effective_energy_j, status ("ok" | "failed"), error, pass, batch and
 // predicted {time_s, time_sd_s, energy_j, energy_sd_j, effective_energy_j, effective_energy_sd_j}.
 //
+// A journal may also be a Kareus artifact's eval_results.jsonl (its lines are artifact records,
+// with no header): opening it resumes from its records (read as evaluate/artifact_tree.hpp reads
+// them; unusable ones are left out and counted), and appends new successful measurements in the
+// artifact's own record form (freq, overlap_start in its slot names, overlap_end, sm, block,
+// time_s, energy_j), so that both tools can go on from the file. Such a log names no workload or
+// evaluator; a partition directory that names another partition is refused.
+//
 // Thread-safety: append() may be called from several threads; the rest is single-threaded.
 // Example:
 //   Journal journal = Journal::open("fwd_mlp.journal.jsonl", header);   // creates or resumes
@@ -44,6 +51,8 @@ struct JournalContents {
   JournalHeader header;
   std::vector<Measurement> measurements;
   bool torn_tail = false;  // the last line was incomplete (dropped)
+  bool artifact_log = false;  // an artifact's eval_results.jsonl, not a Kareus journal
+  std::vector<std::string> unusable;  // artifact records left out: "file:line: reason"
   std::uintmax_t valid_bytes = 0;  // length of the intact part
 };
 
@@ -74,6 +83,7 @@ class Journal {
 
   const std::filesystem::path& path() const { return path_; }
   const JournalHeader& header() const { return header_; }
+  bool artifact_log() const { return artifact_log_; }
   // Measurements read at open() plus those appended since, in journal order.
   std::vector<Measurement> measurements() const;
 
@@ -84,6 +94,7 @@ class Journal {
   Journal() = default;
   std::filesystem::path path_;
   JournalHeader header_;
+  bool artifact_log_ = false;
   std::vector<Measurement> measurements_;
   int fd_ = -1;
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();

@@ -97,6 +97,25 @@ KnobSpace KnobSpace::make(std::vector<double> freqs_mhz, std::vector<int> sms, s
   return space;
 }
 
+KnobSpace KnobSpace::restricted_to(const std::vector<Knob>& known) const {
+  KnobSpace out = *this;
+  out.available_.assign(size(), false);
+  for (const Knob& k : known) {
+    if (slots_.empty()) {
+      auto f = std::find(freqs_mhz_.begin(), freqs_mhz_.end(), k.freq_mhz);
+      if (f != freqs_mhz_.end() && k.sequential()) out.available_[static_cast<std::size_t>(f - freqs_mhz_.begin())] = true;
+    } else if (auto i = index_of(k)) {
+      out.available_[*i] = true;
+    }
+  }
+  return out;
+}
+
+std::size_t KnobSpace::available_count() const {
+  if (available_.empty()) return size();
+  return static_cast<std::size_t>(std::count(available_.begin(), available_.end(), true));
+}
+
 std::size_t KnobSpace::freq_level(double freq_mhz) const {
   auto it = std::find(freqs_mhz_.begin(), freqs_mhz_.end(), freq_mhz);
   if (it == freqs_mhz_.end()) {
@@ -168,7 +187,8 @@ std::vector<std::size_t> KnobSpace::baseline_knobs(int nanobatching_sms) const {
 
 std::vector<std::size_t> KnobSpace::initial_design(const InitialDesignOptions& options) const {
   std::vector<std::size_t> design;
-  std::vector<bool> used(size(), false);
+  std::vector<bool> used(size(), false);  // in the design, or not available
+  for (std::size_t i = 0; i < size(); ++i) used[i] = !available(i);
   if (options.include_baseline_knobs) {
     for (std::size_t i : baseline_knobs(options.nanobatching_sms)) {
       if (!used[i]) design.push_back(i), used[i] = true;
@@ -180,20 +200,31 @@ std::vector<std::size_t> KnobSpace::initial_design(const InitialDesignOptions& o
     for (std::size_t slot = 0; slot <= slots_.size(); ++slot) {
       const std::size_t levels = slot < slots_.size() ? sms_.size() : 1;
       for (std::size_t m = 0; m < levels; ++m) {
-        bool covered = false;
-        for (std::size_t f = 0; f < freqs_mhz_.size() && !covered; ++f) covered = used[index({f, slot, m})];
-        if (!covered) configs.push_back({0, slot, m});
+        bool covered = false, any = false;
+        for (std::size_t f = 0; f < freqs_mhz_.size() && !covered; ++f) {
+          const std::size_t i = index({f, slot, m});
+          covered = used[i] && available(i);
+          any = any || available(i);
+        }
+        if (!covered && any) configs.push_back({0, slot, m});
       }
     }
     std::vector<std::size_t> f = spread_levels(freqs_mhz_.size(), configs.size(), rng);
     for (std::size_t k = 0; k < configs.size(); ++k) {
-      configs[k].freq = f[k];
+      // The spread clock, or the nearest one this configuration has available (ties to the lower).
+      std::size_t best = 0, best_distance = std::numeric_limits<std::size_t>::max();
+      for (std::size_t level = 0; level < freqs_mhz_.size(); ++level) {
+        Levels l = configs[k];
+        l.freq = level;
+        if (available(index(l)) && distance(level, f[k]) < best_distance) best = level, best_distance = distance(level, f[k]);
+      }
+      configs[k].freq = best;
       const std::size_t pick = index(configs[k]);
       design.push_back(pick);
       used[pick] = true;
     }
   }
-  const std::size_t n = std::min(options.latin_hypercube_points, size() - design.size());
+  const std::size_t n = std::min(options.latin_hypercube_points, available_count() - design.size());
   if (n == 0) return design;
 
   // Slot levels: the partition's slots, then "none". The baselines or the covering part already

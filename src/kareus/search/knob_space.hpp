@@ -2,6 +2,9 @@
 // the search may measure, in a fixed order, with the normalised features the surrogate reads, the
 // seeded initial design, and the knobs the baselines use.
 //
+// A space can be restricted to the knobs an evaluator holds (a table's samples): the grid, its
+// order and features stay, and only the available knobs may be proposed, designed or counted.
+//
 // Order: clock-major; at each clock the sequential knob first, then each launch slot in the
 // partition's order with each SM level ascending. A partition that is never overlapped has one
 // knob per clock (slot "none"; sms 0 without a collective).
@@ -58,10 +61,20 @@ class KnobSpace {
   static KnobSpace make(std::vector<double> freqs_mhz, std::vector<int> sms, std::vector<std::string> slots,
                         int sequential_sms);
 
+  // Grid positions, available or not: indices run over 0..size()-1.
   std::size_t size() const { return knobs_.size(); }
   const Knob& knob(std::size_t i) const { return knobs_[i]; }
   const std::vector<Knob>& knobs() const { return knobs_; }
   std::optional<std::size_t> index_of(const Knob& knob) const;
+
+  // The same grid with only `known` available (a table's knobs; others on it are ignored). In a
+  // space without launch slots a known knob makes its clock available whatever its SMs, as a
+  // table answers such a partition by clock.
+  KnobSpace restricted_to(const std::vector<Knob>& known) const;
+  bool restricted() const { return !available_.empty(); }
+  bool available(std::size_t i) const { return available_.empty() || available_[i]; }
+  // Knobs the search may measure: size() unless restricted.
+  std::size_t available_count() const;
 
   const std::vector<double>& freqs_mhz() const { return freqs_mhz_; }
   const std::vector<int>& sms() const { return sms_; }
@@ -84,7 +97,9 @@ class KnobSpace {
   std::size_t nanobatching_knob(double freq_mhz, int sms = kDefaultNanobatchingSms) const;
   std::vector<std::size_t> baseline_knobs(int nanobatching_sms = kDefaultNanobatchingSms) const;
 
-  // Baseline knobs (optional), one knob per configuration (optional), then a Latin hypercube
+  // Available knobs only: baseline knobs (optional; those not available are left out), one knob per
+  // configuration that has an available one (optional; at the nearest available clock to its
+  // spread one), then a Latin hypercube
   // over (clock level, slot incl. "none", SM level) with `latin_hypercube_points` distinct further
   // knobs: each dimension's levels evenly
   // covered (each level at least once when there are as many points as levels), randomly paired
@@ -94,7 +109,7 @@ class KnobSpace {
   // The size initial_design() returns.
   std::size_t initial_design_size(const InitialDesignOptions& options) const;
 
-  bool operator==(const KnobSpace& other) const { return knobs_ == other.knobs_; }
+  bool operator==(const KnobSpace& other) const { return knobs_ == other.knobs_ && available_ == other.available_; }
 
  private:
   std::size_t block() const { return slots_.empty() ? 1 : 1 + slots_.size() * sms_.size(); }
@@ -112,6 +127,7 @@ class KnobSpace {
   int sequential_sms_ = 0;
   std::vector<Knob> knobs_;
   Eigen::MatrixXd features_;
+  std::vector<bool> available_;  // empty = every knob
 };
 
 }  // namespace kareus::search

@@ -64,16 +64,22 @@ KnobSpace knob_space_for(const workload::Partition& partition, const hardware::G
 std::size_t default_initial_points(const KnobSpace& space, bool cover_configurations) {
   const auto features = static_cast<std::size_t>(space.features().cols());
   if (cover_configurations) return space.configurations() > features ? 0 : features + 1 - space.configurations();
-  const auto two_percent = static_cast<std::size_t>(std::ceil(0.02 * static_cast<double>(space.size())));
+  const auto two_percent = static_cast<std::size_t>(std::ceil(0.02 * static_cast<double>(space.available_count())));
   return std::max(two_percent, features + 1);
 }
 
-PreparedSearch prepare_search(const workload::Partition& partition, const hardware::GpuSpec& gpu,
+PreparedSearch prepare_search(const workload::Partition& partition, const evaluate::Evaluator& evaluator,
                               const PartitionSearchOptions& options) {
+  return prepare_search(partition, evaluator.gpu(), options, evaluator.known_knobs(partition));
+}
+
+PreparedSearch prepare_search(const workload::Partition& partition, const hardware::GpuSpec& gpu,
+                              const PartitionSearchOptions& options, const std::optional<std::vector<Knob>>& known) {
   if (options.batch_size < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
   PreparedSearch p;
   p.partition = &partition;
   p.space = knob_space_for(partition, gpu, options.grid);
+  if (known) p.space = p.space.restricted_to(*known);
   p.options = options;
   p.mobo.batch_size = options.batch_size;
   p.mobo.initial.latin_hypercube_points = options.initial_points.value_or(default_initial_points(p.space, options.cover_configurations));
@@ -82,11 +88,16 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
   p.mobo.initial.cover_configurations = options.cover_configurations;
   p.mobo.stop_threshold = options.stop_threshold;
   if (options.mode == SearchMode::kMobo) p.initial_design_size = p.space.initial_design_size(p.mobo.initial);
-  const auto fifteen_percent = static_cast<std::size_t>(std::ceil(0.15 * static_cast<double>(p.space.size())));
-  // Exhaustive means the whole grid unless the caller caps it.
+  const std::size_t space_size = p.space.available_count();
+  const auto fifteen_percent = static_cast<std::size_t>(std::ceil(0.15 * static_cast<double>(space_size)));
+  // Exhaustive means the whole space unless the caller caps it.
   const std::size_t default_budget =
-      options.mode == SearchMode::kExhaustive ? p.space.size() : std::max(fifteen_percent, p.initial_design_size);
+      options.mode == SearchMode::kExhaustive ? space_size : std::max(fifteen_percent, p.initial_design_size);
   p.budget = options.budget.value_or(default_budget);
+  if (p.budget < 1 && space_size == 0) {
+    // A table with no sample of this partition on the grid: nothing to measure, nothing to ask.
+    return p;
+  }
   if (p.budget < 1) throw InputError({"", 0, 0, "--budget"}, "the budget must be at least 1 measurement");
   if (options.mode == SearchMode::kMobo && p.budget < p.initial_design_size) {
     // What the design is made of, for the message.
@@ -163,6 +174,8 @@ PartitionSearchResult run_prepared_search(const PreparedSearch& prepared, const 
   PartitionSearchResult r;
   r.key = partition.key;
   r.grid_size = prepared.space.size();
+  r.space_size = prepared.space.available_count();
+  r.restricted = prepared.space.restricted();
   r.budget = prepared.budget;
   r.outcome = run_search(prepared.space, *strategy, measure_with(evaluator, partition), evaluator.thread_safe(),
                          journal ? &*journal : nullptr, options, progress);

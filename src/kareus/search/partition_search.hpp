@@ -3,11 +3,14 @@
 // a knob costs). Builds the partition's knob grid on the GPU, checks the request before anything
 // is touched, runs the chosen strategy against a resumable journal, and returns the frontiers.
 //
+// When the evaluator holds a finite set of knobs (a table of measurements), the space is the grid's
+// knobs among them: the search never asks for a knob without a sample.
+//
 // Thread-safety: prepare_search() is pure; run_prepared_search() measures in parallel when the
 // evaluator declares itself thread-safe.
 // Example:
 //   PartitionSearchOptions o;  o.mode = SearchMode::kMobo;  o.budget = 150;  o.seed = 1;
-//   PreparedSearch p = prepare_search(partition, evaluator.gpu(), o);        // throws InputError
+//   PreparedSearch p = prepare_search(partition, evaluator, o);              // throws InputError
 //   PartitionSearchResult r = run_prepared_search(p, evaluator, identity, "fwd_mlp.journal.jsonl");
 #pragma once
 
@@ -79,8 +82,14 @@ struct PreparedSearch {
 };
 
 // Throws InputError for a bad request: batch < 1, a budget below the initial design (MOBO) or
-// below 1, a grid that does not fit the GPU.
+// below 1, a grid that does not fit the GPU. `known`: the only knobs the search may measure (see
+// KnobSpace::restricted_to); the budget's defaults are then shares of those.
 PreparedSearch prepare_search(const workload::Partition& partition, const hardware::GpuSpec& gpu,
+                              const PartitionSearchOptions& options,
+                              const std::optional<std::vector<Knob>>& known = std::nullopt);
+// The same on the evaluator's GPU, restricted to the knobs it holds when it says it holds a finite
+// set (a table: Evaluator::known_knobs), so that no measurement is spent on a knob it lacks.
+PreparedSearch prepare_search(const workload::Partition& partition, const evaluate::Evaluator& evaluator,
                               const PartitionSearchOptions& options);
 
 // Measures a knob with the evaluator; a failed or unmeasured result is thrown as a DeviceError
@@ -89,7 +98,9 @@ MeasureFn measure_with(const evaluate::Evaluator& evaluator, const workload::Par
 
 struct PartitionSearchResult {
   std::string key;
-  std::size_t grid_size = 0;
+  std::size_t grid_size = 0;        // knobs on the grid
+  std::size_t space_size = 0;       // of them, those the search may measure (all unless restricted)
+  bool restricted = false;          // the space is the evaluator's known knobs (a table)
   std::size_t budget = 0;
   SearchOutcome outcome;
   std::vector<Measurement> successful;          // one per measured knob

@@ -54,7 +54,7 @@ std::vector<std::size_t> SearchState::measured() const {
 }
 
 bool SearchState::is_eligible(std::size_t i) const {
-  return !ok_[i] && failures_[i] < max_failures_ && !failed_this_run_[i];
+  return space_->available(i) && !ok_[i] && failures_[i] < max_failures_ && !failed_this_run_[i];
 }
 
 std::size_t SearchState::eligible_count() const {

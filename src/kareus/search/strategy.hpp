@@ -49,8 +49,9 @@ class SearchState {
   std::vector<std::size_t> measured() const;
   bool is_measured(std::size_t i) const { return ok_[i].has_value(); }
   const Measurement& measurement(std::size_t i) const { return *ok_[i]; }
-  // Not measured, not failed max_failures times, and not failed since this state was built from
-  // the journal (a failure is retried once per run at most, and never forever).
+  // Available in the space (see KnobSpace::restricted_to), not measured, not failed max_failures
+  // times, and not failed since this state was built from the journal (a failure is retried once
+  // per run at most, and never forever).
   bool is_eligible(std::size_t i) const;
   std::size_t eligible_count() const;
   // The next batch number (one past the highest recorded).
