@@ -126,10 +126,17 @@ int run_frontier(const FrontierFlags& flags) {
     fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "lowest energy", frugal.time_s, frugal.energy_j);
-    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {} local search "
-               "expansions, {:.3f} s\n",
-               frontier.points.size(), frontier.total_points, frontier.stats.steps,
-               frontier.stats.cut_computations, frontier.stats.local_search_expansions, solve_s);
+    const pipeline::SolverStats& stats = frontier.stats;
+    const std::string search =
+        flags.local_search_rounds == 0 ? "no local search"
+        : stats.local_search_converged
+            ? fmt::format("local search converged in {} rounds ({} expansions)", stats.local_search_rounds,
+                          stats.local_search_expansions)
+            : fmt::format("local search stopped at its budget of {} rounds ({} expansions), not converged",
+                          stats.local_search_rounds, stats.local_search_expansions);
+    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
+               frontier.points.size(), frontier.total_points, stats.steps, stats.cut_computations, search,
+               solve_s);
   }
 
   if (!flags.out.empty()) {
@@ -193,8 +200,9 @@ Action register_frontier(CLI::App& app) {
                 "Do not move instructions with slack to slower options (with --local-search-rounds 0: "
                 "Perseus's plain assignment)");
   cmd->add_option("--local-search-rounds", flags->local_search_rounds,
-                  "Rounds of Pareto local search over one-option moves after Phillips-Dessouky; 0 keeps "
-                  "its plans only")
+                  "Budget of rounds of Pareto local search over one-option moves after Phillips-Dessouky; "
+                  "it stops earlier once no plan of the front has a move that enters it (the summary says "
+                  "which); 0 keeps Phillips-Dessouky's plans only")
       ->capture_default_str();
   return [flags] { return run_frontier(*flags); };
 }
