@@ -82,6 +82,26 @@ TEST_F(FrontierCli, TheIssueReproducerYieldsItsExactFrontier) {
   }
 }
 
+// `kareus plan --stage-options` writes the composed table the frontier command reads: the default
+// job (2 stages, 8 microbatches, P_blocking = summary.json's p_static_w, 85 W) has the plan's
+// fastest plan on its frontier.
+TEST_F(FrontierCli, ReadsTheComposedTableThatPlanWrites) {
+  const std::string table = path("table.csv");
+  CliResult plan = run("plan --out " + path("plan") + " --stage-options " + table);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  ASSERT_TRUE(contains(slurp(dir_ / "plan" / "summary.json"), "\"p_static_w\": 85.0"));
+  CliResult r = run("frontier --profile " + table + " --stages 2 --microbatches 8 --p-blocking 85 --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto first_row = [](const std::string& csv) {
+    const std::string row = csv.substr(csv.find('\n') + 1);
+    return std::pair{std::stod(row.substr(0, row.find(','))), std::stod(row.substr(row.find(',') + 1))};
+  };
+  const auto [plan_time, plan_energy] = first_row(slurp(dir_ / "plan" / "frontier.csv"));
+  const auto [time, energy] = first_row(r.out);
+  EXPECT_NEAR(time, plan_time, 1e-6 * plan_time);
+  EXPECT_LE(energy, plan_energy * (1 + 1e-6));
+}
+
 TEST_F(FrontierCli, BadInputIsOneLineExitTwoAndNoOutput) {
   const std::string header = "stage,instruction,frequency,time,energy\n";
   struct Bad {

@@ -183,7 +183,14 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   Chunk chunks[2];  // the one being offered, the one whose moves are being found
   tbb::task_group expansion;
   try {
+    // The budget is counted in expansions times instructions (an expansion's cost grows with the
+    // DAG), and checked before each round after the first: a round starts only if it fits.
+    const double instructions = static_cast<double>(solver.dag().num_nodes());
     for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
+      if (round > 0 && static_cast<double>(expansions + static_cast<long>(pending.size())) * instructions >
+                           options.local_search_budget) {
+        break;
+      }
       std::vector<double> entered;
       take_chunk(0, chunks[0]);
       expansion.run([&find_moves, &chunks] { find_moves(chunks[0]); });

@@ -52,9 +52,13 @@ struct SolverOptions {
   // Once no plan is faster by a whole unit, continue in units five times finer.
   bool refine_fast_end = true;
   // Pareto local search over one-option moves after Phillips–Dessouky (see solve_frontier): it runs
-  // until no plan of the front has a move that enters the front, or this many rounds are spent
-  // (SolverStats says which); 0 keeps Phillips–Dessouky's plans only.
-  int local_search_rounds = 2;
+  // until no plan of the front has a move that enters the front, or this many rounds are spent, or
+  // the next round would take its expansions times the DAG's instructions past the budget
+  // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
+  // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 48
+  // (768 instructions) after about two rounds.
+  int local_search_rounds = 1000;
+  double local_search_budget = 1e7;
 };
 
 // One plan, evaluated on the true options it assigns.
