@@ -46,6 +46,62 @@ TEST_F(FrontierCli, OutWritesFrontierPlansAndPlot) {
   }
 }
 
+// A valid irregular table (the issue's reproducer) once stopped with an internal error that the cost
+// model was not convex. Its exact frontier, by enumerating the 2^3 · 3^3 plans (one stage: time and
+// energy are the sums), is below; the summary says whether the local search converged.
+TEST_F(FrontierCli, TheIssueReproducerYieldsItsExactFrontier) {
+  const std::string profile = write("irregular.csv",
+                                    "stage,instruction,frequency,time,energy\n"
+                                    "0,forward,1410,0.016515391,5.294489256\n"
+                                    "0,forward,1395,0.018304849,1.974897819\n"
+                                    "0,backward,1410,0.024978143,8.536331892\n"
+                                    "0,backward,1395,0.031397717,8.664798790\n"
+                                    "0,backward,1380,0.031968636,8.516385082\n");
+  const std::string args = "frontier --profile " + profile + " --stages 1 --microbatches 3 --p-blocking 60 --unit-time 0.0001";
+  CliResult summary = run(args);
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_TRUE(contains(summary.out, "local search converged in")) << summary.out;
+  CliResult r = run(args + " --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::pair<double, double>> ours;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    ours.emplace_back(std::stod(line.substr(0, line.find(','))), std::stod(line.substr(line.find(',') + 1)));
+  }
+  const std::pair<double, double> exact[] = {{0.124481, 41.4925}, {0.126270, 38.1729}, {0.128060, 34.8533},
+                                             {0.129849, 31.5337}, {0.136839, 31.5137}, {0.143830, 31.4938},
+                                             {0.150820, 31.4738}};
+  for (auto [time_s, energy_j] : exact) {
+    double best = 1e300;
+    for (auto [t, e] : ours) {
+      if (t <= time_s + 1e-6) best = std::min(best, e);
+    }
+    EXPECT_NEAR(best, energy_j, 1e-4) << "at " << time_s << " s";
+  }
+}
+
+// `kareus plan --stage-options` writes the composed table the frontier command reads: the default
+// job (2 stages, 8 microbatches, P_blocking = summary.json's p_static_w, 85 W) has the plan's
+// fastest plan on its frontier.
+TEST_F(FrontierCli, ReadsTheComposedTableThatPlanWrites) {
+  const std::string table = path("table.csv");
+  CliResult plan = run("plan --out " + path("plan") + " --stage-options " + table);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  ASSERT_TRUE(contains(slurp(dir_ / "plan" / "summary.json"), "\"p_static_w\": 85.0"));
+  CliResult r = run("frontier --profile " + table + " --stages 2 --microbatches 8 --p-blocking 85 --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto first_row = [](const std::string& csv) {
+    const std::string row = csv.substr(csv.find('\n') + 1);
+    return std::pair{std::stod(row.substr(0, row.find(','))), std::stod(row.substr(row.find(',') + 1))};
+  };
+  const auto [plan_time, plan_energy] = first_row(slurp(dir_ / "plan" / "frontier.csv"));
+  const auto [time, energy] = first_row(r.out);
+  EXPECT_NEAR(time, plan_time, 1e-6 * plan_time);
+  EXPECT_LE(energy, plan_energy * (1 + 1e-6));
+}
+
 TEST_F(FrontierCli, BadInputIsOneLineExitTwoAndNoOutput) {
   const std::string header = "stage,instruction,frequency,time,energy\n";
   struct Bad {

@@ -31,6 +31,7 @@ struct FrontierFlags {
   std::string plans = "20";
   bool no_reclaim = false;
   int local_search_rounds = pipeline::SolverOptions{}.local_search_rounds;
+  double local_search_budget = pipeline::SolverOptions{}.local_search_budget;
 };
 
 std::string frontier_csv(const pipeline::Frontier& frontier) {
@@ -82,6 +83,7 @@ int run_frontier(const FrontierFlags& flags) {
   if (!(flags.p_blocking_w >= 0)) throw InputError({"", 0, 0, "--p-blocking"}, "must be a power >= 0 W");
   if (!(flags.unit_time_s > 0)) throw InputError({"", 0, 0, "--unit-time"}, "must be positive");
   if (flags.local_search_rounds < 0) throw InputError({"", 0, 0, "--local-search-rounds"}, "must be at least 0");
+  if (!(flags.local_search_budget >= 0)) throw InputError({"", 0, 0, "--local-search-budget"}, "must be at least 0");
 
   pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
   std::optional<pipeline::PipelineSchedule> made;
@@ -97,7 +99,8 @@ int run_frontier(const FrontierFlags& flags) {
                                   .unit_time_s = flags.unit_time_s,
                                   .cost_model = *cost_model,
                                   .reclaim_slack = !flags.no_reclaim,
-                                  .local_search_rounds = flags.local_search_rounds};
+                                  .local_search_rounds = flags.local_search_rounds,
+                                  .local_search_budget = flags.local_search_budget};
   auto plan_indices_check = plans_to_write(flags.plans, 0);  // validate the flag before solving
   (void)plan_indices_check;
 
@@ -144,10 +147,17 @@ int run_frontier(const FrontierFlags& flags) {
     fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "lowest energy", frugal.time_s, frugal.energy_j);
-    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {} local search "
-               "expansions, {:.3f} s\n",
-               frontier.points.size(), frontier.total_points, frontier.stats.steps,
-               frontier.stats.cut_computations, frontier.stats.local_search_expansions, solve_s);
+    const pipeline::SolverStats& stats = frontier.stats;
+    const std::string search =
+        flags.local_search_rounds == 0 ? "no local search"
+        : stats.local_search_converged
+            ? fmt::format("local search converged in {} rounds ({} expansions)", stats.local_search_rounds,
+                          stats.local_search_expansions)
+            : fmt::format("local search stopped by its budget after {} rounds ({} expansions), not converged",
+                          stats.local_search_rounds, stats.local_search_expansions);
+    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
+               frontier.points.size(), frontier.total_points, stats.steps, stats.cut_computations, search,
+               solve_s);
   }
 
   if (!flags.out.empty()) {
@@ -217,8 +227,13 @@ Action register_frontier(CLI::App& app) {
                 "Do not move instructions with slack to slower options (with --local-search-rounds 0: "
                 "Perseus's plain assignment)");
   cmd->add_option("--local-search-rounds", flags->local_search_rounds,
-                  "Rounds of Pareto local search over one-option moves after Phillips-Dessouky; 0 keeps "
-                  "its plans only")
+                  "At most this many rounds of Pareto local search over one-option moves after "
+                  "Phillips-Dessouky; it stops earlier once no plan of the front has a move that enters it "
+                  "(the summary says which); 0 keeps Phillips-Dessouky's plans only")
+      ->capture_default_str();
+  cmd->add_option("--local-search-budget", flags->local_search_budget,
+                  "Budget of the local search in expansions times instructions: a round starts only if it "
+                  "fits")
       ->capture_default_str();
   return [flags] { return run_frontier(*flags); };
 }

@@ -32,6 +32,7 @@ struct PlanFlags {
   int virtual_stages = 1;
   double unit_time_s = 1e-3;
   std::string journal_dir;
+  std::string stage_options;
 };
 
 int run_plan(PlanFlags& flags) {
@@ -119,6 +120,19 @@ int run_plan(PlanFlags& flags) {
           "\n");
   write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
   write_file_atomic(dir / "report.html", html);
+  if (!flags.stage_options.empty()) {
+    // The composed table in the profile format `kareus frontier --profile` reads (knobs left out).
+    std::string table = "stage,instruction,frequency,time,energy\n";
+    for (int stage = 0; stage < kareus.table.num_stages(); ++stage) {
+      for (auto type : {pipeline::InstructionType::kForward, pipeline::InstructionType::kBackward}) {
+        for (const pipeline::StageOption& o : kareus.table.at(stage, type)) {
+          table += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, pipeline::to_string(type), o.freq_mhz,
+                               o.time_s, o.energy_j);
+        }
+      }
+    }
+    write_file_atomic(flags.stage_options, table);
+  }
 
   fmt::print("Kareus plan for {}\n({}; energy: {})\n", job.name, note, scope);
   fmt::print("  {:<16} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
@@ -164,6 +178,9 @@ Action register_plan(CLI::App& app) {
                   "(the Kareus artifact used 1.15)")
       ->capture_default_str();
   cmd->add_option("--unit-time", flags->unit_time_s, "Frontier solver time unit in seconds")->capture_default_str();
+  cmd->add_option("--stage-options", flags->stage_options,
+                  "Also write the composed stage option table to FILE, in the profile format of "
+                  "`kareus frontier --profile` (P_blocking is summary.json's p_static_w)");
   cmd->add_option("--journal-dir", flags->journal_dir, "Keep each partition's measurements in DIR/<key>.journal.jsonl");
   return [flags] { return run_plan(*flags); };
 }

@@ -14,6 +14,10 @@
 // that is longer than the real one, which fills the times between consecutive steps). The point's time is the critical path of the
 // real option times; its energy `Σ E + P·(S·T − Σ t)`: one GPU per stage, idle time at P.
 //
+// The parts live in one file each: phillips_dessouky.cpp (the cost models and steps),
+// plan_realization.cpp (plans on the true options, slack reclamation), local_search.cpp (a plan's
+// moves), frontier_solver.cpp (solve_frontier: those on threads, the local search's rounds, the front).
+//
 // Thread-safety: a FrontierSolver is single-threaded, with two exceptions: evaluate() may run on a
 // second thread while advance() runs (that is how solve_frontier turns steps into plans on one core
 // while the next steps run on another), and neighbours() on any threads at any time. Distinct
@@ -47,9 +51,14 @@ struct SolverOptions {
   bool reclaim_slack = true;
   // Once no plan is faster by a whole unit, continue in units five times finer.
   bool refine_fast_end = true;
-  // Rounds of Pareto local search over one-option moves after Phillips–Dessouky (see
-  // solve_frontier); 0 keeps its plans only.
-  int local_search_rounds = 2;
+  // Pareto local search over one-option moves after Phillips–Dessouky (see solve_frontier): it runs
+  // until no plan of the front has a move that enters the front, or this many rounds are spent, or
+  // the next round would take its expansions times the DAG's instructions past the budget
+  // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
+  // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 48
+  // (768 instructions) after about two rounds.
+  int local_search_rounds = 1000;
+  double local_search_budget = 1e7;
 };
 
 // One plan, evaluated on the true options it assigns.
@@ -69,6 +78,8 @@ struct SolverStats {
   double initial_time_s = 0;  // planned makespan of the slowest plan
   double fastest_time_s = 0;  // true makespan with every instruction at its fastest option
   long local_search_expansions = 0;  // plans whose neighbours the local search evaluated
+  int local_search_rounds = 2;        // rounds run
+  bool local_search_converged = false;  // no plan of the front has a move that enters it
 };
 
 class FrontierSolver {
@@ -108,7 +119,8 @@ class FrontierSolver {
     double time_s = 0, energy_j = 0;
   };
   // The moves from `plan` (a plan of this solver) that can pay: of each instruction one candidate
-  // slower, and of each one that every critical path runs through one candidate faster, those that
+  // slower (and on past near-ties), and of each one that every critical path runs through one and
+  // two candidates faster, those that
   // neither the plan nor another move dominates; time ascending.
   std::vector<Move> neighbours(const FrontierPoint& plan) const;
 
@@ -209,9 +221,10 @@ struct Frontier {
   long total_points = 0;  // plans evaluated, before dropping dominated ones
 };
 
-// Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by
-// `local_search_rounds` rounds of Pareto local search (plans found there keep the planned time
-// and model energy of the step they descend from). Uses the calling thread and oneTBB's; the
+// Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by Pareto
+// local search until no plan of it has a move that enters it, or `local_search_rounds` rounds are
+// spent (stats say which; plans found there keep the planned time and model energy of the step
+// they descend from). Uses the calling thread and oneTBB's; the
 // result does not depend on how many. `progress`, when set, is called about every 256 steps and
 // every 64 local search expansions.
 Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,

@@ -22,19 +22,28 @@ std::optional<CostModelKind> parse_cost_model_kind(std::string_view text) {
 
 namespace {
 
-// Lower convex hull (Andrew's monotone chain) of candidates sorted by quantised time.
-std::vector<std::size_t> lower_hull(std::span<const Candidate> c) {
-  std::vector<std::size_t> hull;
-  auto cross = [&](std::size_t o, std::size_t a, std::size_t b) {
-    double ax = static_cast<double>(c[a].quantized_units - c[o].quantized_units);
-    double bx = static_cast<double>(c[b].quantized_units - c[o].quantized_units);
-    double ay = c[a].effective_energy_j - c[o].effective_energy_j;
-    double by = c[b].effective_energy_j - c[o].effective_energy_j;
-    return ax * by - ay * bx;
+// Lower convex hull (Andrew's monotone chain) of candidates sorted by quantised time, with its
+// segments' savings per unit, (E_a − E_b) / (u_b − u_a), strictly falling. Points are dropped by
+// comparing those very savings, not a cross product: near-collinear points (near-ties, options a
+// unit apart) can make the two disagree in floating point, and the solver needs the savings it is
+// given to be convex, not merely the points.
+struct Hull {
+  std::vector<std::size_t> vertices;  // indices into the candidates
+  std::vector<double> saving_j;       // per segment: saving of one unit longer
+};
+Hull lower_hull(std::span<const Candidate> c) {
+  auto saving = [&](std::size_t a, std::size_t b) {
+    return (c[a].effective_energy_j - c[b].effective_energy_j) /
+           static_cast<double>(c[b].quantized_units - c[a].quantized_units);
   };
+  Hull hull;
   for (std::size_t i = 0; i < c.size(); ++i) {
-    while (hull.size() >= 2 && cross(hull[hull.size() - 2], hull.back(), i) <= 0) hull.pop_back();
-    hull.push_back(i);
+    while (!hull.saving_j.empty() && hull.saving_j.back() <= saving(hull.vertices.back(), i)) {
+      hull.vertices.pop_back();
+      hull.saving_j.pop_back();
+    }
+    if (!hull.vertices.empty()) hull.saving_j.push_back(saving(hull.vertices.back(), i));
+    hull.vertices.push_back(i);
   }
   return hull;
 }
@@ -156,28 +165,33 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
   std::vector<Candidate> points;
   for (std::size_t i : modelled) points.push_back(pareto_[i]);
   cost_at_.resize(width);
+  saving_at_.assign(width - 1, 0.0);
   if (model == CostModelKind::kHull) {
-    std::vector<std::size_t> hull = lower_hull(points);
-    for (std::size_t v = 0; v + 1 < hull.size(); ++v) {
-      const Candidate& a = points[hull[v]];
-      const Candidate& b = points[hull[v + 1]];
+    const Hull hull = lower_hull(points);
+    for (std::size_t v = 0; v + 1 < hull.vertices.size(); ++v) {
+      const Candidate& a = points[hull.vertices[v]];
+      const Candidate& b = points[hull.vertices[v + 1]];
       for (long d = a.quantized_units; d <= b.quantized_units; ++d) {
-        double t = static_cast<double>(d - a.quantized_units) /
-                   static_cast<double>(b.quantized_units - a.quantized_units);
-        cost_at_[static_cast<std::size_t>(d - min_units_)] =
-            a.effective_energy_j + t * (b.effective_energy_j - a.effective_energy_j);
+        const auto k = static_cast<std::size_t>(d - min_units_);
+        cost_at_[k] = a.effective_energy_j - static_cast<double>(d - a.quantized_units) * hull.saving_j[v];
+        if (d < b.quantized_units) saving_at_[k] = hull.saving_j[v];
       }
     }
-    if (hull.size() == 1) cost_at_[0] = points.front().effective_energy_j;
+    if (hull.vertices.size() == 1) cost_at_[0] = points.front().effective_energy_j;
   } else {
+    // Fitted over units from min_units: re-expressed around 0, a steep fit far from it (fine
+    // units) would overflow a·exp(b·x).
     std::vector<double> x, y;
     for (const Candidate& c : points) {
-      x.push_back(static_cast<double>(c.quantized_units));
+      x.push_back(static_cast<double>(c.quantized_units - min_units_));
       y.push_back(c.effective_energy_j);
     }
     auto [a, b, c] = fit_exponential(x, y);
     for (std::size_t k = 0; k < width; ++k) {
-      cost_at_[k] = a * std::exp(b * static_cast<double>(min_units_ + static_cast<long>(k))) + c;
+      const double e = a * std::exp(b * static_cast<double>(k));
+      cost_at_[k] = e + c;
+      // a·e^{bd}·(1 − e^b): falls with d as exp does, where a difference of costs may not.
+      if (k + 1 < width) saving_at_[k] = e * -std::expm1(b);
     }
   }
 }
@@ -194,11 +208,12 @@ double OperationCost::model_cost_j(long units) const {
 }
 
 double OperationCost::shortening_cost_j(long units) const {
-  return model_cost_j(units - 1) - model_cost_j(units);
+  return lengthening_saving_j(units - 1);
 }
 
 double OperationCost::lengthening_saving_j(long units) const {
-  return model_cost_j(units) - model_cost_j(units + 1);
+  KAREUS_CHECK(units >= min_units() && units < max_units(), "duration outside the model's range");
+  return saving_at_[static_cast<std::size_t>(units - min_units())];
 }
 
 }  // namespace kareus::pipeline

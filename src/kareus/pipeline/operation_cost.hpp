@@ -77,6 +77,8 @@ class OperationCost {
   // Continuous joules of model cost change per unit at the current duration:
   // shortening_cost(d) = cost(d-1) - cost(d) for d > min_units;
   // lengthening_saving(d) = cost(d) - cost(d+1) for d < max_units.
+  // Each is computed directly (the hull's segment slope, the fit's derivative step), not as a
+  // difference of costs, so that the sequence never rises: the solver's convexity rests on it.
   double shortening_cost_j(long units) const;
   double lengthening_saving_j(long units) const;
 
@@ -89,6 +91,7 @@ class OperationCost {
   long min_units_ = 0, max_units_ = 0;
   std::vector<std::size_t> frugal_at_, tight_at_;  // per unit offset from min_units
   std::vector<double> cost_at_;                    // model cost per unit offset from min_units
+  std::vector<double> saving_at_;                  // lengthening saving per unit offset, never rising
   CostModelKind model_;
 };
 

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""The frontier against a mixed-integer program for the deadline problem, solved by HiGHS.
+
+For a deadline T: pick one option per instruction (binary x[v,k]) and start times s[v] >= 0 with
+s[w] >= s[v] + d[v] along every dependency, s[v] + d[v] <= T, d[v] = sum_k t[k] x[v,k]; minimise the
+true iteration energy sum_k E[k] x[v,k] + P * (S*T - sum_v d[v]) (one GPU per stage, idle time at
+P_blocking). The schedule and its dependencies are rebuilt here from their definition, not read from
+Kareus. At ~20 deadlines across `kareus frontier`'s own front, the gap is (ours - MIP) / MIP with
+"ours" the least energy of a frontier plan no slower than T; HiGHS's own optimality gap at each
+deadline is printed beside it (and the gap to its dual bound, which holds even when the time limit
+stops it short).
+
+Needs highspy (PyPI), in a venv: python3 -m venv .venv && .venv/bin/pip install highspy
+
+  .venv/bin/python bench/mip_reference.py --profile data/perseus-sosp24/stage_profile/gpt3-175b+a100_sxm_bf16.csv \
+      --stages 8 --microbatches 12 --p-blocking 83.64
+"""
+import argparse
+import csv
+import subprocess
+import sys
+import time
+
+import highspy
+import numpy as np
+
+
+def read_profile(path, stages):
+    options = {}  # (stage, "forward"|"backward") -> [(time_s, energy_j)]
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            key = (int(row["stage"]), row["instruction"])
+            if key[0] < stages:
+                options.setdefault(key, []).append((float(row["time"]), float(row["energy"])))
+    return options
+
+
+def stage_orders(kind, stages, microbatches):
+    """Per stage, its instructions (type, microbatch) in order: 1F1B as Perseus and Merak order it
+    (min(S-s-1, M) warm-up forwards, then forward/backward alternating, then the remaining
+    backwards), or GPipe (every forward, then every backward)."""
+    orders = []
+    for s in range(stages):
+        if kind == "gpipe":
+            orders.append([("forward", m) for m in range(microbatches)] + [("backward", m) for m in range(microbatches)])
+            continue
+        warmup = min(stages - s - 1, microbatches)
+        order = [("forward", m) for m in range(warmup)]
+        f, b = warmup, 0
+        while f < microbatches:
+            order.append(("forward", f))
+            f += 1
+            order.append(("backward", b))
+            b += 1
+        order += [("backward", m) for m in range(b, microbatches)]
+        orders.append(order)
+    return orders
+
+
+def dependencies(orders):
+    """Nodes (stage, type, microbatch) and edges: each stage's order; forward m from stage s-1 to s;
+    backward m from stage s+1 to s; at the last stage backward m after forward m."""
+    stages = len(orders)
+    nodes = [(s, t, m) for s in range(stages) for (t, m) in orders[s]]
+    index = {n: i for i, n in enumerate(nodes)}
+    edges = set()
+    for s in range(stages):
+        for a, b in zip(orders[s], orders[s][1:]):
+            edges.add((index[(s, *a)], index[(s, *b)]))
+        for (t, m) in orders[s]:
+            if t == "forward" and s > 0:
+                edges.add((index[(s - 1, "forward", m)], index[(s, "forward", m)]))
+            if t == "backward":
+                source = (s + 1, "backward", m) if s + 1 < stages else (s, "forward", m)
+                edges.add((index[source], index[(s, "backward", m)]))
+    return nodes, sorted(edges)
+
+
+def solve_deadline(nodes, edges, options, stages, p_w, deadline_s, time_limit_s, rel_gap):
+    """Least true energy within the deadline: (objective, dual bound, HiGHS's MIP gap, status)."""
+    columns = []  # (node, time, energy) per binary column
+    first = []
+    for (s, t, _m) in nodes:
+        first.append(len(columns))
+        for (time_s, energy_j) in options[(s, t)]:
+            columns.append((time_s, energy_j))
+    first.append(len(columns))
+    nx, n = len(columns), len(nodes)
+    # Columns: x (binary), then s (start times). Objective: effective energy E - P*t, + P*S*T constant.
+    cost = [e - p_w * t for (t, e) in columns] + [0.0] * n
+    lower = [0.0] * (nx + n)
+    upper = [1.0] * nx + [deadline_s] * n
+    rows_lo, rows_hi, starts, index, value = [], [], [0], [], []
+
+    def add_row(lo, hi, entries):
+        rows_lo.append(lo)
+        rows_hi.append(hi)
+        for (i, v) in entries:
+            index.append(i)
+            value.append(v)
+        starts.append(len(index))
+
+    for v in range(n):  # one option each
+        add_row(1.0, 1.0, [(k, 1.0) for k in range(first[v], first[v + 1])])
+    for v in range(n):  # finishes by the deadline: s_v + d_v <= T
+        add_row(-highspy.kHighsInf, deadline_s, [(nx + v, 1.0)] + [(k, columns[k][0]) for k in range(first[v], first[v + 1])])
+    for (a, b) in edges:  # s_b - s_a - d_a >= 0
+        add_row(0.0, highspy.kHighsInf, [(nx + b, 1.0), (nx + a, -1.0)] + [(k, -columns[k][0]) for k in range(first[a], first[a + 1])])
+    lp = highspy.HighsLp()
+    lp.num_col_ = nx + n
+    lp.num_row_ = len(rows_lo)
+    lp.col_cost_ = np.array(cost)
+    lp.col_lower_ = np.array(lower)
+    lp.col_upper_ = np.array(upper)
+    lp.row_lower_ = np.array(rows_lo)
+    lp.row_upper_ = np.array(rows_hi)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
+    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.array(value)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * nx + [highspy.HighsVarType.kContinuous] * n
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("time_limit", float(time_limit_s))
+    h.setOptionValue("mip_rel_gap", float(rel_gap))
+    h.setOptionValue("threads", 1)
+    h.passModel(lp)
+    h.run()
+    info = h.getInfo()
+    constant = p_w * stages * deadline_s
+    status = h.modelStatusToString(h.getModelStatus())
+    return info.objective_function_value + constant, info.mip_dual_bound + constant, info.mip_gap, status
+
+
+def our_frontier(kareus, args, rounds):
+    cmd = [kareus, "frontier", "--profile", args.profile, "--stages", str(args.stages), "--microbatches",
+           str(args.microbatches), "--p-blocking", str(args.p_blocking), "--schedule", args.schedule,
+           "--unit-time", str(args.unit_time), "--csv"]
+    if rounds != "default":
+        cmd += ["--local-search-rounds", rounds]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [tuple(map(float, line.split(",")[:2])) for line in out.strip().split("\n")[1:]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--stages", type=int, required=True)
+    ap.add_argument("--microbatches", type=int, required=True)
+    ap.add_argument("--p-blocking", type=float, required=True)
+    ap.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe"])
+    ap.add_argument("--unit-time", type=float, default=1e-3)
+    ap.add_argument("--local-search-rounds", default="default",
+                    help="comma-separated budgets of local search rounds, one front each (default: the CLI's)")
+    ap.add_argument("--kareus", default="build/kareus")
+    ap.add_argument("--deadlines", type=int, default=20)
+    ap.add_argument("--time-limit", type=float, default=60.0, help="HiGHS time limit per deadline, s")
+    ap.add_argument("--mip-gap", type=float, default=1e-5, help="HiGHS relative MIP gap to stop at")
+    ap.add_argument("--max-gap", type=float, default=1e-3, help="fail (exit 1) when our gap is above this")
+    args = ap.parse_args()
+
+    options = read_profile(args.profile, args.stages)
+    nodes, edges = dependencies(stage_orders(args.schedule, args.stages, args.microbatches))
+    budgets = args.local_search_rounds.split(",")
+    fronts = [our_frontier(args.kareus, args, rounds) for rounds in budgets]
+    fastest, slowest = fronts[0][0][0], fronts[0][-1][0]
+    print(f"{args.profile}: {args.stages} stages, {args.microbatches} microbatches, P {args.p_blocking} W; "
+          f"{len(nodes)} instructions, {sum(len(options[(s, t)]) for (s, t, _) in nodes)} binaries; "
+          f"our front {len(fronts[0])} plans, {fastest:.6f}..{slowest:.6f} s; HiGHS {args.time_limit} s per "
+          f"deadline, stopping at a relative MIP gap of {args.mip_gap}")
+    print("deadline_s,mip_j,mip_bound_j,highs_mip_gap,status,solve_s," +
+          ",".join(f"ours_j[{r}],gap_to_mip[{r}],gap_to_bound[{r}]" for r in budgets))
+    worst = [0.0] * len(budgets)
+    worst_bound = [0.0] * len(budgets)
+    worst_mip_gap = 0.0
+    for i in range(args.deadlines):
+        deadline = fastest + (slowest - fastest) * i / (args.deadlines - 1)
+        start = time.monotonic()
+        mip, bound, mip_gap, status = solve_deadline(nodes, edges, options, args.stages, args.p_blocking, deadline,
+                                                     args.time_limit, args.mip_gap)
+        took = time.monotonic() - start
+        worst_mip_gap = max(worst_mip_gap, mip_gap)
+        cells = []
+        for j, front in enumerate(fronts):
+            ours = min(e for (t, e) in front if t <= deadline * (1 + 1e-9))
+            gap, gap_bound = (ours - mip) / mip, (ours - bound) / bound
+            worst[j], worst_bound[j] = max(worst[j], gap), max(worst_bound[j], gap_bound)
+            cells.append(f"{ours:.6f},{gap:.5%},{gap_bound:.5%}")
+        print(f"{deadline:.6f},{mip:.6f},{bound:.6f},{mip_gap:.2e},{status},{took:.1f}," + ",".join(cells), flush=True)
+    for j, rounds in enumerate(budgets):
+        print(f"local search budget {rounds}: worst gap to the MIP's plans {worst[j]:.5%}, to its dual bounds "
+              f"{worst_bound[j]:.5%}; HiGHS's worst own MIP gap {worst_mip_gap:.3%}")
+    return 0 if max(worst) <= args.max_gap else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+// The local search's moves: from a plan, the one-instruction option changes that can enter the
+// front, each with its exact time (the longest path through or avoiding the instruction) and energy.
+// solve_frontier (frontier_solver.cpp) runs the rounds that expand the front by them.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "kareus/core/error.hpp"
+#include "kareus/pipeline/frontier_solver.hpp"
+
+namespace kareus::pipeline {
+namespace {
+
+// For each of `nodes` (whose runs in the earliest-start schedule are disjoint, in time order, as
+// those of the nodes every longest path runs through are), the length of the longest path of the
+// DAG that avoids it, given each node's earliest finish, duration and longest path after it
+// (`tail`). Take the middle m of v's run: every path crosses time m, either inside one of its
+// instructions or in a wait on one of its edges, or it ends before m. An instruction running at m,
+// an edge waiting across m, or a path ending before m cannot share a path with v (precedence would
+// put them wholly before or after v's run), so the longest paths through them avoid v, and they
+// bound every path that does. Each such span [from, to) covers a run of consecutive middles and
+// raises their answers to its path's length: range updates gathered in a sparse table, read once.
+// Paths no longer than `floor` are left out (the answer is then at most `floor`, where it would
+// have been below it anyway).
+std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
+                                     std::span<const double> time, std::span<const double> tail,
+                                     std::span<const std::size_t> nodes, double floor) {
+  const std::size_t k = nodes.size();
+  std::vector<double> middle(k);
+  for (std::size_t i = 0; i < k; ++i) middle[i] = finish[nodes[i]] - time[nodes[i]] / 2;
+  // best[p][i]: the longest span over nodes i .. i + 2^p − 1, pushed down to level 0 at the end.
+  std::size_t levels = 1;
+  while ((std::size_t{1} << levels) <= k) ++levels;
+  std::vector<std::vector<double>> best(levels, std::vector<double>(k, floor));
+  // The first middle at or after each node's start and finish. A stage's nodes come in run order,
+  // so one pointer walks the middles through it, restarting where the times go back.
+  const std::size_t n = dag.num_nodes();
+  std::vector<std::size_t> at_start(n), at_finish(n);
+  std::size_t next = 0;
+  for (std::size_t u = 0; u < n; ++u) {
+    const double start = finish[u] - time[u];
+    if (u > 0 && start < finish[u - 1]) next = 0;
+    for (; next < k && middle[next] < start; ++next) {}
+    at_start[u] = next;
+    for (; next < k && middle[next] < finish[u]; ++next) {}
+    at_finish[u] = next;
+  }
+  // Raises the answers of nodes first .. last − 1 to `length`; a node's own run does not count.
+  auto raise = [&](std::size_t first, std::size_t last, double length, std::size_t own) {
+    if (first == last || (last == first + 1 && nodes[first] == own)) return;
+    const std::size_t p = static_cast<std::size_t>(std::bit_width(last - first)) - 1;
+    best[p][first] = std::max(best[p][first], length);
+    best[p][last - (std::size_t{1} << p)] = std::max(best[p][last - (std::size_t{1} << p)], length);
+  };
+  constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
+  for (std::size_t u = 0; u < n; ++u) {
+    if (finish[u] + tail[u] <= floor) continue;  // so is every path through u
+    raise(at_start[u], at_finish[u], finish[u] + tail[u], u);
+    if (dag.successor_begin(u) == dag.successor_begin(u + 1)) raise(at_finish[u], k, finish[u], kNoNode);
+    for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) {
+      const std::size_t w = dag.edge_to(e);
+      const double w_start = finish[w] - time[w], length = finish[u] + time[w] + tail[w];
+      if (finish[u] < w_start && length > floor) raise(at_finish[u], at_start[w], length, kNoNode);
+    }
+  }
+  for (std::size_t p = levels - 1; p > 0; --p) {
+    const std::size_t half = std::size_t{1} << (p - 1);
+    for (std::size_t i = 0; i + (std::size_t{1} << p) <= k; ++i) {
+      best[p - 1][i] = std::max(best[p - 1][i], best[p][i]);
+      best[p - 1][i + half] = std::max(best[p - 1][i + half], best[p][i]);
+    }
+  }
+  return std::move(best[0]);
+}
+
+// The nodes of `critical` (every node on some longest path) that every longest path runs through.
+// A longest path has no waits, so at the middle m of v's run it runs some instruction; if it avoids
+// v, that instruction's run contains m (on one path with v it would lie wholly before or after).
+// So v is on every longest path exactly when no other node of `critical` runs at m.
+std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<const double> time,
+                                     std::span<const std::size_t> critical) {
+  struct Run {
+    double start, finish;
+    std::size_t node;
+    bool operator<(const Run& other) const { return start < other.start; }  // ties in any order
+  };
+  std::vector<Run> runs;
+  runs.reserve(critical.size());
+  for (std::size_t v : critical) runs.push_back({finish[v] - time[v], finish[v], v});
+  // `critical` lists a stage's nodes together and in run order, so the runs come as a few sorted
+  // stretches: merging them pairwise (into a second buffer, then back) is cheaper than sorting.
+  std::vector<std::size_t> stretch{0};
+  for (std::size_t k = 1; k < runs.size(); ++k) {
+    if (runs[k] < runs[k - 1]) stretch.push_back(k);
+  }
+  stretch.push_back(runs.size());
+  std::vector<Run> merged_runs(runs.size());
+  while (stretch.size() > 2) {
+    std::vector<std::size_t> merged{0};
+    for (std::size_t i = 0; i + 1 < stretch.size(); i += 2) {
+      const std::size_t end = stretch[std::min(i + 2, stretch.size() - 1)];
+      std::merge(runs.begin() + static_cast<long>(stretch[i]), runs.begin() + static_cast<long>(stretch[i + 1]),
+                 runs.begin() + static_cast<long>(stretch[i + 1]), runs.begin() + static_cast<long>(end),
+                 merged_runs.begin() + static_cast<long>(stretch[i]));
+      merged.push_back(end);
+    }
+    std::swap(runs, merged_runs);
+    stretch = std::move(merged);
+  }
+  std::vector<std::size_t> result;
+  double latest_finish = -std::numeric_limits<double>::infinity();  // of the runs before k
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const double middle = runs[k].finish - time[runs[k].node] / 2;
+    const bool covered = latest_finish >= middle || (k + 1 < runs.size() && runs[k + 1].start <= middle);
+    if (!covered) result.push_back(runs[k].node);
+    latest_finish = std::max(latest_finish, runs[k].finish);
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint& plan) const {
+  // A slower move goes one candidate on, and on past near-ties of the plan's option (times and
+  // effective energies within a relative 1e-6): a move to one of those changes next to nothing, so
+  // it never enters the front, and the search would stop short of the option beyond it. A faster
+  // move goes one or two candidates back: with one, 1 of 10,000 irregular tiny tables kept a gap of
+  // 2.4% to the exact frontier even with the search run to convergence.
+  auto near_tie = [](const Candidate& a, const Candidate& b) {
+    return std::abs(a.time_s - b.time_s) <= 1e-6 * a.time_s &&
+           std::abs(a.effective_energy_j - b.effective_energy_j) <= 1e-6 * std::abs(a.effective_energy_j);
+  };
+  const std::size_t n = dag_.num_nodes();
+  const Model& first_model = *first_model_;
+  const std::span<const std::span<const Candidate>> candidates_of = first_model.candidates_of;
+  KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");
+  std::vector<std::size_t> at(n);  // candidate index per node
+  std::vector<double> time(n);
+  double sum_effective = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    at[v] = first_model.costs[cost_of_[v]].candidate_of(plan.assignment[v]);
+    time[v] = candidates_of[v][at[v]].time_s;
+    sum_effective += candidates_of[v][at[v]].effective_energy_j;
+  }
+  // The fastest candidate a faster move of v goes to.
+  auto faster_reach = [&](std::size_t v) { return at[v] - std::min<std::size_t>(at[v], 2); };
+  std::vector<double> finish = dag_.earliest_finish<double>(time);
+  std::vector<double> tail = dag_.longest_after<double>(time);
+  const double makespan = dag_.latest_finish<double>(finish);
+  const double idle_power_w = options_.p_blocking_w * table_.num_stages();
+  auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {
+    return sum_effective - candidates_of[v][at[v]].effective_energy_j + to.effective_energy_j +
+           idle_power_w * new_makespan;
+  };
+  // Only moves no other move dominates can enter a front, and an expansion's hundreds of moves have
+  // a handful of those (7 on average for GPT-3, M = 96): keep that staircase, time ascending, energy
+  // strictly falling. The plan itself is its first step, left out at the end: a move it dominates
+  // is dominated by it or by what dominates it.
+  const double plan_energy = sum_effective + idle_power_w * makespan;
+  std::vector<Move> moves{{n, 0, makespan, plan_energy}};
+  auto add_step = [&](const Move& m) {
+    auto after = std::upper_bound(moves.begin(), moves.end(), m.time_s,
+                                  [](double time_s, const Move& step) { return time_s < step.time_s; });
+    if (after != moves.begin() && std::prev(after)->energy_j <= m.energy_j) return;
+    auto last = after;
+    while (last != moves.end() && last->energy_j >= m.energy_j) ++last;
+    auto first = after;
+    if (first != moves.begin() && std::prev(first)->time_s == m.time_s) --first;  // now dominated
+    if (first == last) {
+      moves.insert(first, m);
+    } else {
+      *first = m;
+      moves.erase(std::next(first), last);
+    }
+  };
+  auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
+    const double energy = energy_of(v, to, new_makespan);
+    if (new_makespan >= makespan && energy >= plan_energy) return;  // most slower moves: spare the search
+    add_step({v, static_cast<std::uint16_t>(to.option), new_makespan, energy});
+  };
+  auto pareto_moves = [&] {
+    std::erase_if(moves, [&](const Move& m) { return m.node == n; });
+    return std::move(moves);
+  };
+  // Slower: only the paths through v grow, so the new makespan is immediate. The same pass lists
+  // the nodes on a critical path, for the faster moves below.
+  const double critical_length = makespan - 1e-12 * makespan;
+  std::vector<std::size_t> on_critical_path;
+  on_critical_path.reserve(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    const std::span<const Candidate> candidates = candidates_of[v];
+    for (std::size_t to = at[v] + 1; to < candidates.size(); ++to) {
+      move(v, candidates[to], std::max(makespan, finish[v] - time[v] + candidates[to].time_s + tail[v]));
+      if (!near_tie(candidates[at[v]], candidates[to])) break;
+    }
+    if (finish[v] + tail[v] >= critical_length) on_critical_path.push_back(v);
+  }
+  // Faster: every path through v shortens, so the new makespan is the larger of
+  // makespan − saving and the longest path avoiding v (longest_avoiding). That pays only when every
+  // critical path runs through v.
+  std::vector<std::size_t> critical;
+  double largest_saving = 0;
+  for (std::size_t v : bottlenecks(finish, time, on_critical_path)) {
+    if (at[v] == 0) continue;
+    critical.push_back(v);
+    largest_saving = std::max(largest_saving, time[v] - candidates_of[v][faster_reach(v)].time_s);
+  }
+  if (critical.empty()) return pareto_moves();
+  std::vector<double> avoiding =
+      longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving);
+  for (std::size_t k = 0; k < critical.size(); ++k) {
+    const std::size_t v = critical[k];
+    for (std::size_t to = faster_reach(v); to < at[v]; ++to) {
+      const Candidate& faster = candidates_of[v][to];
+      const double new_makespan = std::max(makespan - (time[v] - faster.time_s), avoiding[k]);
+      if (new_makespan < makespan) move(v, faster, new_makespan);
+    }
+  }
+  return pareto_moves();
+}
+
+}  // namespace kareus::pipeline

@@ -1,0 +1,121 @@
+// The local search's moves (local_search.cpp) and what its rounds do to the front.
+#include "kareus/pipeline/frontier_solver.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include "kareus/core/error.hpp"
+#include "test_tables.hpp"
+#include "test_util.hpp"
+
+namespace kareus::pipeline {
+namespace {
+// A small random pipeline for the local search properties (1–3 stages, 1–5 microbatches).
+struct SmallPipeline {
+  OptionTable table;
+  PipelineSchedule schedule;
+};
+SmallPipeline random_small_pipeline() {
+  const int stages = *rc::gen::inRange(1, 4);
+  const int microbatches = *rc::gen::inRange(1, 6);
+  OptionTable table = *testing::random_table(stages, 1, 6);
+  auto kind = *rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe);
+  return {std::move(table), PipelineSchedule::make(kind, stages, microbatches)};
+}
+
+RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
+  const auto [table, schedule] = random_small_pipeline();
+  const double p = 60;
+  FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
+  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
+    for (const FrontierPoint& plan : plans) {
+      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
+        std::vector<std::uint16_t> moved = plan.assignment;
+        moved[m.node] = m.option;
+        TimeEnergy truth = evaluate_assignment(table, solver.dag(), moved, p);
+        RC_ASSERT(std::abs(truth.time_s - m.time_s) < 1e-9);
+        RC_ASSERT(std::abs(truth.energy_j - m.energy_j) < 1e-6);
+      }
+    }
+  }
+}
+
+// The faster moves are found through the instructions every critical path runs through and the
+// longest path avoiding each, and only the moves no other move dominates are returned. Brute force
+// over every move of one instruction one candidate slower or up to two faster must find none that the plan or a returned move does not dominate,
+// and no returned move may dominate another.
+RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
+  const auto [table, schedule] = random_small_pipeline();
+  const int stages = table.num_stages();
+  const double p = 60;
+  FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
+  const InstructionDag& dag = solver.dag();
+  std::vector<OperationCost> costs;  // per (stage, type), as the solver builds them
+  for (int s = 0; s < stages; ++s) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      costs.emplace_back(table.at(s, type), p, 1e-3, CostModelKind::kHull, "test");
+    }
+  }
+  // Up to rounding: the solver and evaluate_assignment sum the times and energies differently.
+  auto dominates = [](const TimeEnergy& a, const TimeEnergy& b) {
+    return a.time_s <= b.time_s + 1e-9 && a.energy_j <= b.energy_j + 1e-6;
+  };
+  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
+    for (const FrontierPoint& plan : plans) {
+      const TimeEnergy origin = evaluate_assignment(table, dag, plan.assignment, p);
+      std::vector<TimeEnergy> offered{origin};
+      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
+        const TimeEnergy move{m.time_s, m.energy_j};
+        RC_ASSERT(move.time_s < origin.time_s - 1e-9 || move.energy_j < origin.energy_j - 1e-6);
+        for (std::size_t k = 1; k < offered.size(); ++k) {  // the moves' own figures: no rounding
+          RC_ASSERT(offered[k].time_s > move.time_s || offered[k].energy_j > move.energy_j);
+          RC_ASSERT(move.time_s > offered[k].time_s || move.energy_j > offered[k].energy_j);
+        }
+        offered.push_back(move);
+      }
+      for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
+        const Instruction& ins = dag.instruction(v);
+        const OperationCost& c = costs[static_cast<std::size_t>(ins.stage) * 2 + static_cast<std::size_t>(ins.type)];
+        const std::size_t at = c.candidate_of(plan.assignment[v]);
+        for (std::size_t to : {at - 2, at - 1, at + 1}) {
+          if (to >= c.options().size()) continue;  // at − 1 wraps around at 0
+          std::vector<std::uint16_t> moved = plan.assignment;
+          moved[v] = static_cast<std::uint16_t>(c.options()[to].option);
+          const TimeEnergy move = evaluate_assignment(table, dag, moved, p);
+          RC_ASSERT(std::ranges::any_of(offered, [&](const TimeEnergy& o) { return dominates(o, move); }));
+        }
+      }
+    }
+  }
+}
+
+RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
+  const int stages = *rc::gen::inRange(1, 4);
+  const int microbatches = *rc::gen::inRange(1, 6);
+  OptionTable table = *testing::random_table(stages, 2, 6);
+  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
+  Frontier plain = solve_frontier(table, schedule, {.p_blocking_w = 60, .local_search_rounds = 0});
+  Frontier searched = solve_frontier(table, schedule, {.p_blocking_w = 60});
+  std::vector<TimeEnergy> points;
+  for (const FrontierPoint& q : searched.points) {
+    TimeEnergy truth = evaluate_assignment(table, InstructionDag(schedule), q.assignment, 60);
+    RC_ASSERT(std::abs(truth.time_s - q.time_s) < 1e-9);
+    RC_ASSERT(std::abs(truth.energy_j - q.energy_j) < 1e-6);
+    points.push_back(q.time_energy());
+  }
+  for (const FrontierPoint& q : plain.points) {
+    // The front counts times within 1e-8 of each other as equal.
+    auto energy = min_energy_within_time(points, q.time_s * (1 + 1e-8));
+    RC_ASSERT(energy.has_value());
+    RC_ASSERT(*energy <= q.energy_j);
+  }
+}
+
+}  // namespace
+}  // namespace kareus::pipeline
