@@ -35,11 +35,13 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   // tells apart. A plan dropped for a slower one is remembered by the time of the fastest plan it
   // stood for (its anchor), and only dropped while that is within 1e-8: so every plan offered keeps
   // one in the front within 1e-8 of its time and no costlier. (Without anchors such drops chain,
-  // and the front drifted from the fastest plan by many steps of 1e-8.)
+  // and the front drifted from the fastest plan by many steps of 1e-8.) Likewise a slower plan
+  // must save more than a relative 1e-9 of energy to enter: printed to nine digits, nanojoule
+  // savings would read as a slower plan of the same energy.
   auto same_time_s = [](double time_s) { return 1e-8 * time_s; };
   auto dominated = [&](double time_s, double energy_j) {
     auto after = front.upper_bound(time_s + same_time_s(time_s));
-    return after != front.begin() && std::prev(after)->second.point.energy_j <= energy_j;
+    return after != front.begin() && std::prev(after)->second.point.energy_j <= energy_j * (1 + 1e-9);
   };
   auto offer = [&](FrontierPoint point, std::optional<Moves> moves = std::nullopt) {
     ++result.total_points;
@@ -47,7 +49,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
     const double time_s = point.time_s;
     double anchor_s = time_s;
     auto after = front.lower_bound(time_s - same_time_s(time_s));
-    while (after != front.end() && after->second.point.energy_j >= point.energy_j) {
+    while (after != front.end() && after->second.point.energy_j * (1 + 1e-9) >= point.energy_j) {
       if (after->first < time_s && after->second.anchor_s < time_s - same_time_s(time_s)) {
         ++after;  // faster, and standing for a plan too much faster: it stays
         continue;
