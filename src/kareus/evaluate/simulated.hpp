@@ -1,4 +1,4 @@
-// The simulated GPU of ARCHITECTURE.md: a model, not a measurement. It runs a partition as an
+// The simulated GPU (docs/architecture.md, evaluate): a model, not a measurement. It runs a partition as an
 // event timeline. Compute ops run in order; op k with clock f and s_free SMs takes
 //   t_k = max(F_k / (peak(f) · s_free/S · eff_k), r_k · F_k / (peak(f_max) · s_free/S · eff_k),
 //             B_k / BW_hbm) + launch,

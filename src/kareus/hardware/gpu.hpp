@@ -1,5 +1,5 @@
 // A GPU as Kareus sees it: its spec sheet (SMs, SM clocks, peak FLOP/s, HBM and link bandwidth,
-// TDP, static power) and the DVFS power/performance model of ARCHITECTURE.md:
+// TDP, static power) and the DVFS power/performance model (docs/architecture.md, hardware):
 //
 //   peak(f)   = peak_bf16_flops · f / f_max
 //   V(f)      = v_min up to the knee clock, then linear up to v_max at f_max
