@@ -66,6 +66,13 @@ TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
   EXPECT_NEAR(summary["time_s"].get<double>(), frontier.front().time_s, 1e-6 * frontier.front().time_s);
   EXPECT_NEAR(summary["energy_j"].get<double>(), frontier.front().energy_j, 1e-6 * frontier.front().energy_j);
 
+  // plans.json: 200 plans spread over the frontier (it holds thousands), both ends among them.
+  const auto plans = nlohmann::json::parse(slurp(path("out/plans.json")))["plans"];
+  ASSERT_EQ(plans.size(), std::min<std::size_t>(200, frontier.size()));
+  EXPECT_EQ(plans.front()["frontier_index"].get<std::size_t>(), 0u);
+  EXPECT_EQ(plans.back()["frontier_index"].get<std::size_t>(), frontier.size() - 1);
+  EXPECT_NEAR(plans.back()["time_s"].get<double>(), frontier.back().time_s, 1e-6 * frontier.back().time_s);
+
   const auto plan = nlohmann::json::parse(slurp(path("out/plan.json")));
   EXPECT_EQ(plan["format"], "kareus-plan");
   ASSERT_EQ(plan["stages"].size(), 2u);

@@ -61,3 +61,40 @@ RC_GTEST_PROP(SelectPlan, DeadlinePickIsTheLeastEnergyWithinTheDeadline, ()) {
 
 }  // namespace
 }  // namespace kareus::plan
+
+namespace kareus::plan {
+namespace {
+
+TEST(PlanSets, EvenlySpacedPlansKeepBothEndsAndNeverRepeat) {
+  EXPECT_EQ(evenly_spaced_plans(10, std::nullopt), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(evenly_spaced_plans(10, 3), (std::vector<std::size_t>{0, 5, 9}));
+  EXPECT_EQ(evenly_spaced_plans(10, 1), (std::vector<std::size_t>{0}));
+  EXPECT_TRUE(evenly_spaced_plans(10, 0).empty());
+  EXPECT_EQ(evenly_spaced_plans(3, 200), (std::vector<std::size_t>{0, 1, 2}));
+  for (std::size_t points = 1; points < 60; ++points) {
+    for (std::size_t count = 2; count < 70; ++count) {
+      const auto picked = evenly_spaced_plans(points, count);
+      ASSERT_EQ(picked.size(), std::min(points, count)) << points << " " << count;
+      EXPECT_EQ(picked.front(), 0u);
+      EXPECT_EQ(picked.back(), points - 1);
+      EXPECT_TRUE(std::is_sorted(picked.begin(), picked.end()));
+      EXPECT_EQ(std::adjacent_find(picked.begin(), picked.end()), picked.end());
+    }
+  }
+}
+
+TEST(PlanSets, PlanCountsAreAllOrANumber) {
+  EXPECT_EQ(parse_plan_count("all", "--plans"), std::nullopt);
+  EXPECT_EQ(parse_plan_count("20", "--plans"), std::optional<std::size_t>(20));
+  for (const char* bad : {"", "-1", "2x", "many"}) {
+    try {
+      parse_plan_count(bad, "--plans");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.location().field, "--plans");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kareus::plan

@@ -48,7 +48,7 @@ struct Planned {
     // Llama 3.2 3B, TP 8, PP 2 on the simulated A100, four microbatches: well under a second.
     for (const char* checkpointing : {"none", "full"}) {
       std::string out = (dir / checkpointing).string();
-      std::string command = std::string(KAREUS_BINARY) + " plan --microbatches 4 --checkpointing " +
+      std::string command = std::string(KAREUS_BINARY) + " plan --plans all --microbatches 4 --checkpointing " +
                             checkpointing + " --out " + out + " >" + out + ".log 2>&1";
       if (std::system(command.c_str()) != 0) {
         ADD_FAILURE() << command << ": " << testing::slurp(out + ".log");
@@ -203,7 +203,7 @@ TEST(RealPlanCursor, StragglerPicksThePlanKareusPlanPicksForThatDeadline) {
     const double deadline_s = slowdown * plans.front()["time_s"].get<double>();
     const auto out = planned().dir / fmt::format("deadline-{}", slowdown);
     const std::string command = fmt::format(
-        "{} plan --microbatches 4 --checkpointing full --target deadline:{:.17g} "
+        "{} plan --plans all --microbatches 4 --checkpointing full --target deadline:{:.17g} "
         "--out {} >{}.log 2>&1",
         KAREUS_BINARY, deadline_s, out.string(), out.string());
     ASSERT_EQ(std::system(command.c_str()), 0) << testing::slurp(out.string() + ".log");

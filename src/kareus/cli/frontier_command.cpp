@@ -12,6 +12,7 @@
 #include "kareus/core/io.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
 #include "kareus/plan/plan.hpp"
+#include "kareus/plan/select.hpp"
 #include "kareus/report/plot.hpp"
 
 namespace kareus::cli {
@@ -41,28 +42,6 @@ std::string frontier_csv(const pipeline::Frontier& frontier) {
                        p.model_energy_j);
   }
   return out;
-}
-
-std::vector<std::size_t> plans_to_write(const std::string& which, std::size_t points) {
-  std::size_t count = points;
-  if (which != "all") {
-    try {
-      std::size_t used = 0;
-      long n = std::stol(which, &used);
-      if (used != which.size() || n < 0) throw std::invalid_argument(which);
-      count = std::min(points, static_cast<std::size_t>(n));
-    } catch (const std::exception&) {
-      throw InputError({"", 0, 0, "--plans"}, fmt::format("expected 'all' or a count, got '{}'", which));
-    }
-  }
-  std::vector<std::size_t> indices;
-  if (count == 0 || points == 0) return indices;
-  if (count == 1) return {0};
-  for (std::size_t k = 0; k < count; ++k) {
-    std::size_t i = (k * (points - 1) + (count - 1) / 2) / (count - 1);
-    if (indices.empty() || indices.back() != i) indices.push_back(i);
-  }
-  return indices;
 }
 
 int run_frontier(const FrontierFlags& flags) {
@@ -101,8 +80,7 @@ int run_frontier(const FrontierFlags& flags) {
                                   .reclaim_slack = !flags.no_reclaim,
                                   .local_search_rounds = flags.local_search_rounds,
                                   .local_search_budget = flags.local_search_budget};
-  auto plan_indices_check = plans_to_write(flags.plans, 0);  // validate the flag before solving
-  (void)plan_indices_check;
+  const auto plan_count = plan::parse_plan_count(flags.plans, "--plans");  // checked before solving
 
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
@@ -166,7 +144,7 @@ int run_frontier(const FrontierFlags& flags) {
     plan::PlanContext context{*schedule_kind, flags.microbatches, flags.p_blocking_w, flags.unit_time_s,
                               {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
     nlohmann::json plans = nlohmann::json::array();
-    for (std::size_t i : plans_to_write(flags.plans, frontier.points.size())) {
+    for (std::size_t i : plan::evenly_spaced_plans(frontier.points.size(), plan_count)) {
       nlohmann::json doc = plan::to_json(plan::make_plan(table, dag, frontier.points[i], context));
       doc["frontier_index"] = i;
       plans.push_back(std::move(doc));

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "kareus/cli/commands.hpp"
@@ -33,11 +34,13 @@ struct PlanFlags {
   double unit_time_s = 1e-3;
   std::string journal_dir;
   std::string stage_options;
+  std::string plans = "200";
 };
 
 int run_plan(PlanFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
   const plan::Target target = plan::parse_target(flags.target);
+  const auto plan_count = plan::parse_plan_count(flags.plans, "--plans");
   auto mode = search::parse_search_mode(flags.mode);
   if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
   if (!(flags.overhead > 0)) throw InputError({"", 0, 0, "--overhead"}, "must be positive");
@@ -104,9 +107,14 @@ int run_plan(PlanFlags& flags) {
         {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)}},
        note},
       frontier_svg, report::clock_timeline_svg(chosen_plan));
-  // The whole frontier as a plan set, for a runtime that switches plans (stragglers).
+  // Plans spread over the frontier, and the chosen one, as a plan set for a runtime that switches
+  // plans (stragglers). The whole frontier can hold thousands of plans a few microseconds apart.
+  std::vector<std::size_t> in_set = plan::evenly_spaced_plans(kareus.frontier.size(), plan_count);
+  if (!std::binary_search(in_set.begin(), in_set.end(), chosen)) {
+    in_set.insert(std::upper_bound(in_set.begin(), in_set.end(), chosen), chosen);
+  }
   nlohmann::json plan_set = nlohmann::json::array();
-  for (std::size_t i = 0; i < kareus.frontier.size(); ++i) {
+  for (std::size_t i : in_set) {
     nlohmann::json doc = plan::to_json(planner::make_plan(kareus, job, kareus.frontier[i]));
     doc["frontier_index"] = i;
     plan_set.push_back(std::move(doc));
@@ -182,6 +190,10 @@ Action register_plan(CLI::App& app) {
                   "Also write the composed stage option table to FILE, in the profile format of "
                   "`kareus frontier --profile` (P_blocking is summary.json's p_static_w)");
   cmd->add_option("--journal-dir", flags->journal_dir, "Keep each partition's measurements in DIR/<key>.journal.jsonl");
+  cmd->add_option("--plans", flags->plans,
+                  "How many frontier plans plans.json holds, evenly spaced in the frontier's order, "
+                  "besides the chosen one: 'all' or a count")
+      ->capture_default_str();
   return [flags] { return run_plan(*flags); };
 }
 

@@ -86,4 +86,26 @@ std::size_t select_plan(std::span<const TimeEnergy> frontier, const Target& targ
   return fastest;
 }
 
+std::optional<std::size_t> parse_plan_count(std::string_view text, std::string_view flag) {
+  if (text == "all") return std::nullopt;
+  std::size_t count = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    throw InputError({"", 0, 0, std::string(flag)}, fmt::format("expected 'all' or a count, got '{}'", text));
+  }
+  return count;
+}
+
+std::vector<std::size_t> evenly_spaced_plans(std::size_t points, std::optional<std::size_t> count) {
+  const std::size_t n = std::min(points, count.value_or(points));
+  std::vector<std::size_t> indices;
+  if (n == 0) return indices;
+  if (n == 1) return {0};
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t i = (k * (points - 1) + (n - 1) / 2) / (n - 1);
+    if (indices.empty() || indices.back() != i) indices.push_back(i);
+  }
+  return indices;
+}
+
 }  // namespace kareus::plan

@@ -6,9 +6,11 @@
 //   std::size_t chosen = select_plan(frontier_points, target);
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kareus/core/pareto.hpp"
 
@@ -27,5 +29,13 @@ std::string to_string(const Target& target);
 // Index of the chosen point of a non-empty frontier. An unreachable target is an InputError that
 // states the reachable range.
 std::size_t select_plan(std::span<const TimeEnergy> frontier, const Target& target);
+
+// Which plans of a frontier a plan set holds: "all" (nullopt) or a count (`flag` names the option
+// in the InputError for anything else).
+std::optional<std::size_t> parse_plan_count(std::string_view text, std::string_view flag);
+
+// Indices of `count` (nullopt: all) plans spread evenly over a frontier of `points` plans, time
+// ascending: the fastest and the slowest among them whenever count >= 2.
+std::vector<std::size_t> evenly_spaced_plans(std::size_t points, std::optional<std::size_t> count);
 
 }  // namespace kareus::plan
