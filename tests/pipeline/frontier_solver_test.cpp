@@ -100,18 +100,20 @@ RC_GTEST_PROP(FrontierSolver, SolveFrontierKeepsTheParetoPlansOfEveryStep, ()) {
     plans.insert(plans.end(), step.begin(), step.end());
   }
   RC_CLASSIFY(solver.stats().steps > 64, "more than two batches of steps");
+  // The front's tie rules: times within a relative 1e-8 and energies within 1e-9 count as equal.
   auto same_time = [](double a, double b) { return std::abs(a - b) <= 1e-8 * std::max(a, b); };
+  auto cheaper = [](double a, double b) { return a < b * (1 - 1e-9); };
   for (const FrontierPoint& kept : front.points) {
     // A plan of some step, and no plan of any step is better.
     RC_ASSERT(std::ranges::any_of(plans, [&](const FrontierPoint& p) {
       return p.assignment == kept.assignment;
     }));
-    for (const FrontierPoint& p : plans) RC_ASSERT(!(p.time_s <= kept.time_s && p.energy_j < kept.energy_j));
+    for (const FrontierPoint& p : plans) RC_ASSERT(!(p.time_s <= kept.time_s && cheaper(p.energy_j, kept.energy_j)));
   }
   for (const FrontierPoint& p : plans) {
-    // Every plan is matched or beaten by a kept one no later (up to the front's equal-time rule).
+    // Every plan is matched or beaten by a kept one no later (up to the front's tie rules).
     RC_ASSERT(std::ranges::any_of(front.points, [&](const FrontierPoint& kept) {
-      return (kept.time_s <= p.time_s || same_time(kept.time_s, p.time_s)) && kept.energy_j <= p.energy_j;
+      return (kept.time_s <= p.time_s || same_time(kept.time_s, p.time_s)) && !cheaper(p.energy_j, kept.energy_j);
     }));
   }
   RC_ASSERT(front.total_points == static_cast<long>(plans.size()));
