@@ -176,13 +176,13 @@ TEST_F(ArtifactCli, CompareRunsWhatTheTreeSupportsAndSaysWhatItLeftOut) {
 }
 
 TEST_F(ArtifactCli, CompareRunsNanobatchingWhereTheTreeHoldsItsKnob) {
-  // The tree plus the nanobatching knob (collective at the first slot, norm_0, with 21 SMs: the
-  // grid's level nearest the library's 20) of every layer partition at the tree's three clocks.
+  // The tree plus the nanobatching knob (collective at the first slot, norm_0, with 24 SMs: the
+  // library's default, NCCL's 24 channels) of every layer partition at the tree's three clocks.
   fs::copy(kFixture, dir_ / "tree", fs::copy_options::recursive);
   for (const char* key : {"fwd_attn", "fwd_mlp", "bwd_mlp", "bwd_attn"}) {
     std::ofstream log(dir_ / "tree" / key / "eval_results.jsonl", std::ios::app);
     for (int f : {1410, 1230, 1050}) {
-      log << fmt::format(R"({{"freq": {}, "overlap_start": "norm_0", "overlap_end": "none", "sm": 21, "block": 1024, )"
+      log << fmt::format(R"({{"freq": {}, "overlap_start": "norm_0", "overlap_end": "none", "sm": 24, "block": 1024, )"
                          R"("time_s": {:.6f}, "energy_j": {:.4f}}})",
                          f, 0.03 * 1410.0 / f, 9.0 * f / 1410.0 + 3.0)
           << "\n";

@@ -264,7 +264,12 @@ TEST_F(Llama3bTp8, TimelineAddsUpToTheEvaluation) {
 
 TEST_F(Llama3bTp8, CollectiveBandwidthGrowsWithSmsUntilTheLinkSaturates) {
   const double link = sim_->gpu().nvlink_bandwidth_bps * sim_->options().link_efficiency;
-  EXPECT_DOUBLE_EQ(sim_->collective_rate_bps(1410, 1), 11.35 * 1410e6);
+  // NCCL's own channel count (one SM each) just fills the link at the max clock; fewer SMs, or a
+  // lower clock, leave the collective bound by its SMs.
+  const int channels = sim_->options().nccl_channels;
+  EXPECT_DOUBLE_EQ(sim_->collective_rate_bps(1410, 1), link / channels);
+  EXPECT_NEAR(sim_->collective_rate_bps(1410, channels), link, link * 1e-12);
+  EXPECT_NEAR(sim_->collective_rate_bps(1005, channels), link * 1005 / 1410, link * 1e-12);
   EXPECT_DOUBLE_EQ(sim_->collective_rate_bps(1410, 100), link);
   EXPECT_NEAR(sim_->collective_rate_bps(705, 4), sim_->collective_rate_bps(1410, 2), 1e-3);
   // The all-reduce alone with enough SMs: ring bytes over the saturated link plus latency.

@@ -59,12 +59,12 @@ TEST(KnobSpace, WithoutALaunchSlotOneKnobPerClock) {
 }
 
 TEST(KnobSpace, BaselineKnobsAreSequentialAndNanobatchingAtEveryClock) {
-  KnobSpace s = KnobSpace::make({900, 1000}, {3, 6, 18, 21, 24}, {"norm_0", "linear_0"}, 20);
+  KnobSpace s = KnobSpace::make({900, 1000}, {3, 6, 18, 23, 27}, {"norm_0", "linear_0"}, 20);
   std::vector<std::size_t> b = s.baseline_knobs();
   ASSERT_EQ(b.size(), 4u);
   EXPECT_EQ(s.knob(b[0]), (Knob{900, 20, "none"}));
-  EXPECT_EQ(s.knob(b[1]), (Knob{900, 21, "norm_0"}));  // nearest level to 20
-  EXPECT_EQ(s.knob(b[3]), (Knob{1000, 21, "norm_0"}));
+  EXPECT_EQ(s.knob(b[1]), (Knob{900, 23, "norm_0"}));  // nearest level to NCCL's 24
+  EXPECT_EQ(s.knob(b[3]), (Knob{1000, 23, "norm_0"}));
   EXPECT_EQ(s.knob(s.nanobatching_knob(1000, 5)), (Knob{1000, 6, "norm_0"}));
   EXPECT_THROW(s.sequential_knob(950), InputError);
 }

@@ -9,6 +9,7 @@
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/simulated.hpp"
+#include "kareus/search/knob_space.hpp"
 #include "kareus/workload/partition.hpp"
 
 namespace kareus::cli {
@@ -22,8 +23,6 @@ struct EvaluateFlags {
   std::string slot{workload::kSequentialSlot};
   std::string evaluator = "sim";
 };
-
-constexpr int kDefaultSms = 20;
 
 void print_timeline(const evaluate::Timeline& t, const workload::Partition& p, int sms) {
   fmt::print(
@@ -56,7 +55,7 @@ int run_evaluate(const EvaluateFlags& flags) {
   }
   const workload::Partition& partition = workload::find_partition(partitions, flags.partition);
   const workload::Knob knob{flags.freq_mhz.value_or(w.gpu.max_clock_mhz),
-                            flags.sms.value_or(partition.collective ? kDefaultSms : 0), flags.slot};
+                            flags.sms.value_or(partition.collective ? search::kDefaultNanobatchingSms : 0), flags.slot};
 
   // A table file without a partition column holds the partition asked for.
   const evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, w.gpu, {}, flags.partition);
@@ -96,8 +95,8 @@ Action register_evaluate(CLI::App& app) {
   cmd->add_option("--freq", flags->freq_mhz, "SM clock in MHz (default: the GPU's highest)");
   cmd->add_option(
       "--sms", flags->sms,
-      fmt::format("SMs for the collective, 1..SMs-1 (default {}; 0 without a collective)",
-                  kDefaultSms));
+      fmt::format("SMs for the collective, 1..SMs-1 (default {}, NCCL's channel count; 0 without a collective)",
+                  search::kDefaultNanobatchingSms));
   cmd->add_option("--slot", flags->slot, "Launch slot, or none for the sequential schedule")
       ->capture_default_str();
   cmd->add_option("--evaluator", flags->evaluator,

@@ -88,11 +88,14 @@ SimulatedEvaluator::SimulatedEvaluator(hardware::GpuSpec gpu, SimulationOptions 
   KAREUS_CHECK(
       gpu_.sms >= 2 && gpu_.max_clock_mhz > 0 && hbm_bps_ > 0 && gpu_.nvlink_bandwidth_bps > 0,
       "the simulated GPU needs SMs, clocks, HBM and link bandwidth");
+  KAREUS_CHECK(options_.nccl_channels >= 1, "NCCL runs at least one channel");
+  copy_bytes_per_sm_cycle_ = gpu_.nvlink_bandwidth_bps * options_.link_efficiency /
+                             (options_.nccl_channels * gpu_.max_clock_mhz * 1e6);
 }
 
 double SimulatedEvaluator::collective_rate_bps(double freq_mhz, int sms) const {
   const double link = gpu_.nvlink_bandwidth_bps * options_.link_efficiency;
-  const double copy = sms * options_.copy_bytes_per_sm_cycle * freq_mhz * 1e6;
+  const double copy = sms * copy_bytes_per_sm_cycle_ * freq_mhz * 1e6;
   return std::min(link, copy);
 }
 

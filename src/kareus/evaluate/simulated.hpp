@@ -6,7 +6,8 @@
 // measured stages flatten (hardware/stage_model.hpp).
 // The collective launches just before its slot's op and takes its SMs from compute until it ends.
 // It moves NCCL's ring byte count at min(link, s · copy rate(f)): bandwidth grows with its SMs
-// until the link saturates, and each SM's copy rate is proportional to the clock. Its HBM traffic
+// until the link saturates at NCCL's own channel count and max clock, and each SM's copy rate is
+// proportional to the clock. Its HBM traffic
 // (a few bytes per byte on the wire) contends with the op beside it: when the two together ask
 // for more than the HBM delivers, both slow in proportion, which is why a collective beside a
 // memory-bound op costs more than beside a GEMM. The partition ends when both are done. Energy
@@ -63,7 +64,15 @@ struct SimulationOptions {
   // over NVSwitch reports 200-208 GB/s busbw for large messages (NVIDIA/nccl-tests issues #149
   // and #178), 0.68 of the 300 GB/s per direction.
   double link_efficiency = 0.68;
-  double copy_bytes_per_sm_cycle = 11.35;  // a collective's per-SM copy rate: 16 GB/s at 1410 MHz
+  // A collective's copy rate per SM. NCCL runs one CTA (one SM) per channel and opens 24
+  // channels on an 8-GPU A100 NVSwitch node (its INFO log "Channel 23/24" in NVIDIA/nccl-tests
+  // #100; "the A100 platform (which has 24 channels)", NVIDIA/nccl #1055), the count its topology
+  // search picks to fill the links. So a channel moves the bus bandwidth over the channels at the
+  // max clock (204 GB/s / 24 = 8.5 GB/s per SM at 1410 MHz), in proportion to the SM clock its
+  // loads and stores issue at: with fewer SMs than NCCL's count, or below the max clock, a
+  // collective is bound by its SMs, not the link. Other GPUs: the same rule from their own link
+  // and clock, with the A100's channel count (an assumption until their logs are cited).
+  int nccl_channels = 24;
   double collective_launch_s = 10e-6;      // fixed cost of a collective kernel
   double ring_step_latency_s = 2e-6;       // per ring step (handshake over the link)
   // HBM bytes read + written per byte this GPU sends: receive buffer write, reduction reads and
@@ -125,6 +134,7 @@ class SimulatedEvaluator final : public EvaluatorImpl {
   hardware::GpuSpec gpu_;
   SimulationOptions options_;
   double hbm_bps_ = 0;  // effective HBM bandwidth
+  double copy_bytes_per_sm_cycle_ = 0;  // SimulationOptions::nccl_channels' rule
 };
 
 // An Evaluator wrapping a SimulatedEvaluator.

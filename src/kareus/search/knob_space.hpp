@@ -29,9 +29,12 @@ namespace kareus::search {
 
 using workload::Knob;
 
-// The nanobatching baseline's SM count for its collective when the caller does not say: NCCL's
-// default channel count on A100 NVLink (the Kareus artifact's fixed resource shape).
-inline constexpr int kDefaultNanobatchingSms = 20;
+// The nanobatching baseline's SM count for its collective when the caller does not say, and the
+// sequential knob's: NCCL's default, one SM per channel, 24 channels on an A100 NVSwitch node
+// (evaluate::SimulationOptions::nccl_channels cites it). The Kareus artifact's nanobatched
+// all-reduce falls back to torch.distributed (NCCL's defaults) when no SM count is given
+// (its transformer_engine/pytorch/ops/basic/all_reduce.py).
+inline constexpr int kDefaultNanobatchingSms = 24;
 
 struct InitialDesignOptions {
   // Further knobs after the two parts below, spread by a Latin hypercube.
