@@ -25,6 +25,12 @@ class Llama3bTp8 : public ::testing::Test {
     workload::ParallelConfig parallel = workload::validated(model, workload::ParallelConfig{});
     std::vector<Partition> partitions = workload::build_partitions(model, parallel);
     SimulatedEvaluator sim{hardware::load_gpu_preset("a100-sxm4-40gb")};
+    // The same GPU on a board without a power limit: for the mechanisms the limit would mask.
+    SimulatedEvaluator unlimited{[] {
+      hardware::GpuSpec gpu = hardware::load_gpu_preset("a100-sxm4-40gb");
+      gpu.power_limit_w = 0;
+      return gpu;
+    }()};
   };
   static const World& world() {
     static const World w;
@@ -92,16 +98,17 @@ TEST_F(Llama3bTp8, Property1TimeAgainstSmsHasAnInteriorMinimum) {
 // Property 2, the mechanism: the same all-reduce beside a memory-bound op of the same length as a
 // GEMM contends for HBM, and that costs more than the SMs it takes from the GEMM.
 TEST_F(Llama3bTp8, Property2ContentionBesideMemoryBoundOpsCostsMore) {
+  const SimulatedEvaluator& sim = world().unlimited;  // two GEMMs back to back would throttle
   const Partition& real = part("fwd_mlp");
   const workload::ComputeOp& gemm = real.ops[2];  // fc1
   ASSERT_EQ(gemm.name, "fc1");
   for (double f : {900.0, 1410.0}) {
     const double gemm_time =
-        sim_->compute_alone(Partition{"g", workload::Pass::kForward, {gemm}, {}, {}, 1, true}, f)
+        sim.compute_alone(Partition{"g", workload::Pass::kForward, {gemm}, {}, {}, 1, true}, f)
             .time_s;
     // A memory-bound op that takes as long alone at this clock.
-    const double bytes = (gemm_time - sim_->options().kernel_launch_s) *
-                         sim_->gpu().hbm_bandwidth_bps * sim_->options().hbm_efficiency;
+    const double bytes = (gemm_time - sim.options().kernel_launch_s) *
+                         sim.gpu().hbm_bandwidth_bps * sim.options().hbm_efficiency;
     const workload::ComputeOp memory{"norm", workload::OpKind::kNorm, workload::Pass::kForward, 0,
                                      bytes};
     auto with = [&](const workload::ComputeOp& first) {
@@ -110,11 +117,11 @@ TEST_F(Llama3bTp8, Property2ContentionBesideMemoryBoundOpsCostsMore) {
       return p;
     };
     const Partition beside_memory = with(memory), beside_gemm = with(gemm);
-    ASSERT_NEAR(sim_->compute_alone(beside_memory, f).time_s,
-                sim_->compute_alone(beside_gemm, f).time_s, 1e-3 * gemm_time);
+    ASSERT_NEAR(sim.compute_alone(beside_memory, f).time_s,
+                sim.compute_alone(beside_gemm, f).time_s, 1e-3 * gemm_time);
     for (int s : {12, 15, 20, 30}) {
-      EXPECT_GT(time_s(beside_memory, {f, s, beside_memory.slots[0].name}),
-                time_s(beside_gemm, {f, s, beside_gemm.slots[0].name}))
+      EXPECT_GT(sim.evaluate(beside_memory, {f, s, beside_memory.slots[0].name}).time_s,
+                sim.evaluate(beside_gemm, {f, s, beside_gemm.slots[0].name}).time_s)
           << f << " MHz, " << s << " SMs";
     }
   }
@@ -183,8 +190,11 @@ TEST_F(Llama3bTp8, Property4PowerFallsWithClockAndEnergyHasAnInteriorMinimum) {
   EXPECT_GT(energy.back(), 1.05 * energy[argmin]);
 }
 
-// Property 5: the sequential knob costs exactly the compute alone plus the collective alone.
+// Property 5: the sequential knob costs exactly the compute alone plus the collective alone
+// (without a power limit: with one, the two run under one limit, on their joint average power,
+// which the last check holds).
 TEST_F(Llama3bTp8, Property5SequentialIsComputeThenCollectiveExactly) {
+  const SimulatedEvaluator& sim = world().unlimited;
   for (const Partition& p : *partitions_) {
     Partition compute_only = p;
     compute_only.collective.reset();
@@ -194,12 +204,15 @@ TEST_F(Llama3bTp8, Property5SequentialIsComputeThenCollectiveExactly) {
     collective_only.slots.clear();
     for (double f : {900.0, 1170.0, 1410.0}) {
       for (int s : {3, 15, 30}) {
-        const EvalResult seq = sim_->evaluate(p, {f, s, "none"});
-        const EvalResult compute = sim_->evaluate(compute_only, {f, 0, "none"});
-        const EvalResult collective = sim_->evaluate(collective_only, {f, s, "none"});
+        const EvalResult seq = sim.evaluate(p, {f, s, "none"});
+        const EvalResult compute = sim.evaluate(compute_only, {f, 0, "none"});
+        const EvalResult collective = sim.evaluate(collective_only, {f, s, "none"});
         EXPECT_EQ(seq.time_s, compute.time_s + collective.time_s) << p.key;
         EXPECT_EQ(seq.energy_j, compute.energy_j + collective.energy_j) << p.key;
         EXPECT_GT(collective.time_s, 0);
+        const EvalResult capped = sim_->evaluate(p, {f, s, "none"});
+        EXPECT_LE(capped.energy_j / capped.time_s, sim_->gpu().power_limit_w * (1 + 1e-6)) << p.key;
+        EXPECT_GE(capped.time_s, seq.time_s * (1 - 1e-12)) << p.key;
       }
     }
   }
@@ -345,6 +358,49 @@ TEST(PowerLimit, TheKareusClustersBoardThrottlesAGemmBoundStageAndPerseussDoesNo
   if (eighty) {
     EXPECT_GT(*eighty, *forty + 60);
   }
+}
+
+}  // namespace
+}  // namespace kareus::evaluate
+
+namespace kareus::evaluate {
+namespace {
+
+// The limit holds the run's average power, not each kernel's: a run that averages under the limit
+// goes at the locked clock, its GEMM phases above the limit included; one that averages over it
+// goes, all of it, at the clock where its average meets the limit.
+RC_GTEST_FIXTURE_PROP(Llama3bTp8, PowerLimitHoldsTheRunsAveragePower, ()) {
+  const Partition& p = *rc::gen::elementOf(*partitions_);
+  const double f = *rc::gen::elementOf(sim_->gpu().sm_clocks_mhz);
+  std::string slot = "none";
+  int sms = *rc::gen::inRange(3, 31);
+  if (p.collective && !p.slots.empty() && *rc::gen::arbitrary<bool>()) {
+    slot = (*rc::gen::elementOf(p.slots)).name;
+  }
+  if (!p.collective) sms = 0;
+  const Knob knob{f, sms, slot};
+  const hardware::GpuSpec& gpu = sim_->gpu();
+  const double limit = gpu.tdp_w * *rc::gen::inRange(50, 101) / 100.0;
+  const SimulatedEvaluator sim(hardware::with_power_limit(gpu, limit, "limit"));
+  const EvalResult limited = sim.evaluate(p, knob), free = world().unlimited.evaluate(p, knob);
+  if (free.energy_j / free.time_s <= limit) {
+    RC_ASSERT(limited.time_s == free.time_s);
+    RC_ASSERT(limited.energy_j == free.energy_j);
+  } else {
+    RC_ASSERT(std::abs(limited.energy_j / limited.time_s / limit - 1) < 1e-3);
+    RC_ASSERT(limited.time_s >= free.time_s);
+  }
+  const Timeline t = sim.timeline(p, knob);
+  RC_ASSERT(std::abs(t.time_s - limited.time_s) <= 1e-12 * limited.time_s);
+  RC_TAG(free.energy_j / free.time_s > limit ? "throttled" : "at the locked clock");
+}
+
+TEST_F(Llama3bTp8, AGemmAboveTheLimitBetweenLighterKernelsIsNotThrottled) {
+  const Timeline t = sim_->timeline(part("fwd_mlp"), {1410, 24, "none"});
+  ASSERT_LT(t.energy_j / t.time_s, sim_->gpu().power_limit_w);
+  EXPECT_TRUE(std::any_of(t.phases.begin(), t.phases.end(), [&](const TimelinePhase& ph) {
+    return ph.power_w > sim_->gpu().power_limit_w && ph.freq_mhz == 1410;
+  }));
 }
 
 }  // namespace

@@ -143,7 +143,7 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
       hardware::Activity activity;
     };
     const bool moving = coll_active && coll_latency_s <= 0;
-    auto phase_at = [&](double f) {
+    auto phase_at = [&](double f) {  // f: the clock the run goes at
       Phase ph;
       double op_hbm_bps = 0, compute_time_s = 0, op_eff = 0, free_share = 1;
       if (op_running) {
@@ -152,7 +152,7 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
         op_eff = efficiency(options_, op);
         // The SMs left to compute run the op's blocks in whole waves.
         const double waves = wave_factor(options_, op, coll_active ? all_sms - sms : all_sms);
-        compute_time_s = waves * op.flops / (peak_flops * (f / freq_mhz) * free_share * op_eff);
+        compute_time_s = waves * op.flops / (peak_flops * free_share * op_eff);
         const double floor_s =
             waves * floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);
         ph.op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + options_.kernel_launch_s;
@@ -176,10 +176,7 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
       ph.power_w = hardware::power_w(gpu_, f, ph.activity);
       return ph;
     };
-    // At the board's power limit the driver runs the phase at the clock where its power fits.
-    const double run_mhz =
-        hardware::power_capped_clock_mhz(gpu_, freq_mhz, [&](double f) { return phase_at(f).power_w; });
-    const Phase ph = phase_at(run_mhz);
+    const Phase ph = phase_at(freq_mhz);
     const double op_time_s = ph.op_time_s, share = ph.share, coll_link_bps = ph.coll_link_bps;
     const double dt_op = ph.dt_op, dt_coll = ph.dt_coll;
     const double dt = std::min(dt_op, dt_coll);
@@ -187,7 +184,7 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
     const double power = ph.power_w;
     if constexpr (kRecord) {
       out->phases.push_back({t, t + dt, op_running ? static_cast<int>(k) : -1, coll_active, share,
-                             activity.hbm_bytes_per_s, activity.link_bytes_per_s, power, run_mhz});
+                             activity.hbm_bytes_per_s, activity.link_bytes_per_s, power, freq_mhz});
     }
     t += dt;
     e += power * dt;
@@ -223,17 +220,42 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
   energy_j = e;
 }
 
+template <typename RunAt>
+double SimulatedEvaluator::run_clock_mhz(double locked_mhz, RunAt&& run_at) const {
+  return hardware::power_capped_clock_mhz(gpu_, locked_mhz, [&](double f) {
+    const auto [t, e] = run_at(f);
+    return t > 0 ? e / t : gpu_.static_power_w;
+  });
+}
+
+std::pair<double, double> SimulatedEvaluator::sequential_at(const workload::Partition& whole,
+                                                            double freq_mhz, int sms) const {
+  double tc = 0, ec = 0, tk = 0, ek = 0;
+  run<false>(whole, freq_mhz, 0, 0, true, false, nullptr, tc, ec);
+  if (whole.collective) run<false>(whole, freq_mhz, sms, 0, false, true, nullptr, tk, ek);
+  return {tc + tk, ec + ek};
+}
+
 EvalResult SimulatedEvaluator::compute_alone(const workload::Partition& partition,
                                              double freq_mhz) const {
-  double t = 0, e = 0;
-  run<false>(partition, freq_mhz, 0, 0, true, false, nullptr, t, e);
+  auto at = [&](double f) {
+    double t = 0, e = 0;
+    run<false>(partition, f, 0, 0, true, false, nullptr, t, e);
+    return std::pair{t, e};
+  };
+  const auto [t, e] = at(run_clock_mhz(freq_mhz, at));
   return EvalResult::success(t, e);
 }
 
 EvalResult SimulatedEvaluator::collective_alone(const workload::Partition& partition,
                                                 double freq_mhz, int sms) const {
-  double t = 0, e = 0;
-  if (partition.collective) run<false>(partition, freq_mhz, sms, 0, false, true, nullptr, t, e);
+  if (!partition.collective) return EvalResult::success(0, 0);
+  auto at = [&](double f) {
+    double t = 0, e = 0;
+    run<false>(partition, f, sms, 0, false, true, nullptr, t, e);
+    return std::pair{t, e};
+  };
+  const auto [t, e] = at(run_clock_mhz(freq_mhz, at));
   return EvalResult::success(t, e);
 }
 
@@ -241,19 +263,21 @@ EvalResult SimulatedEvaluator::evaluate(const workload::Partition& partition,
                                         const workload::Knob& knob) const {
   if (knob.sequential() || !partition.collective) {
     // Not overlapped, the segment runs un-split: each of its two partitions costs half the
-    // whole microbatch's run.
+    // whole microbatch's run, compute then collective, under one power limit.
     const workload::Partition whole = workload::unsplit(partition);
     const double share = partition.per_layer ? 0.5 : 1.0;
-    const EvalResult compute = compute_alone(whole, knob.freq_mhz);
-    const EvalResult collective = collective_alone(whole, knob.freq_mhz, knob.sms);
-    return EvalResult::success(share * (compute.time_s + collective.time_s),
-                               share * (compute.energy_j + collective.energy_j));
+    auto at = [&](double f) { return sequential_at(whole, f, knob.sms); };
+    const auto [t, e] = at(run_clock_mhz(knob.freq_mhz, at));
+    return EvalResult::success(share * t, share * e);
   }
   const workload::LaunchSlot* slot = partition.find_slot(knob.slot);
   KAREUS_CHECK(slot != nullptr, "the wrapper checks the slot");
-  double t = 0, e = 0;
-  run<false>(partition, knob.freq_mhz, knob.sms, static_cast<long>(slot->first_op), true, true,
-             nullptr, t, e);
+  auto at = [&](double f) {
+    double t = 0, e = 0;
+    run<false>(partition, f, knob.sms, static_cast<long>(slot->first_op), true, true, nullptr, t, e);
+    return std::pair{t, e};
+  };
+  const auto [t, e] = at(run_clock_mhz(knob.freq_mhz, at));
   return EvalResult::success(t, e);
 }
 
@@ -261,13 +285,15 @@ Timeline SimulatedEvaluator::timeline(const workload::Partition& partition,
                                       const workload::Knob& knob) const {
   Timeline out;
   if (knob.sequential() || !partition.collective) {
-    // As evaluate(): the un-split segment, its times and energy halved for a layer partition.
+    // As evaluate(): the un-split segment at the clock its average power allows, its times and
+    // energy halved for a layer partition.
     const workload::Partition whole = workload::unsplit(partition);
+    const double f = run_clock_mhz(knob.freq_mhz, [&](double c) { return sequential_at(whole, c, knob.sms); });
     double tc = 0, ec = 0, tk = 0, ek = 0;
-    run<true>(whole, knob.freq_mhz, 0, 0, true, false, &out, tc, ec);
+    run<true>(whole, f, 0, 0, true, false, &out, tc, ec);
     if (whole.collective) {
       Timeline coll;
-      run<true>(whole, knob.freq_mhz, knob.sms, 0, false, true, &coll, tk, ek);
+      run<true>(whole, f, knob.sms, 0, false, true, &coll, tk, ek);
       for (auto phase : coll.phases) {
         phase.start_s += tc;
         phase.end_s += tc;
@@ -289,8 +315,13 @@ Timeline SimulatedEvaluator::timeline(const workload::Partition& partition,
   if (!slot)
     throw InputError({"", 0, 0, "slot"},
                      "partition " + partition.key + " has no slot " + knob.slot);
-  run<true>(partition, knob.freq_mhz, knob.sms, static_cast<long>(slot->first_op), true, true, &out,
-            out.time_s, out.energy_j);
+  const long launch = static_cast<long>(slot->first_op);
+  const double f = run_clock_mhz(knob.freq_mhz, [&](double c) {
+    double t = 0, e = 0;
+    run<false>(partition, c, knob.sms, launch, true, true, nullptr, t, e);
+    return std::pair{t, e};
+  });
+  run<true>(partition, f, knob.sms, launch, true, true, &out, out.time_s, out.energy_j);
   return out;
 }
 

@@ -14,8 +14,16 @@
 // integrates hardware::power_w over the timeline's phases. The sequential knob ("none") is the
 // compute alone with every SM, then the collective alone, back to back, with the segment un-split
 // (workload::unsplit: one kernel per op over both nanobatches' tokens, half charged to each).
-// Each phase runs at the locked clock unless its power would pass the board's limit; then at the
-// clock where it meets the limit (hardware::power_capped_clock_mhz).
+// Power limit: the run goes at the locked clock unless its average power would pass the board's
+// limit; then the whole run goes at the clock where its average power meets the limit
+// (hardware::power_capped_clock_mhz). The average, not each kernel: the driver's controller acts
+// on sampled board power and steps the clock over many kernels, so a 1 ms GEMM that alone would
+// draw more than the limit, between memory-bound kernels and collectives that draw far less, runs
+// at the locked clock. That is what the Kareus cluster's 400 W A100s measured
+// (data/kareus-osdi26): the fastest plans run the first stage's forwards at 1410 MHz and the last
+// clock steps up still shorten the iteration, where capping each kernel would throttle this
+// workload's GEMMs near 1300 MHz and make the top clocks buy nothing; and what Perseus's A40
+// stages measured, whose average power flattens at the 300 W limit.
 //
 // Thread-safety: immutable after construction; evaluate() and timeline() may run concurrently.
 // Example:
@@ -24,6 +32,7 @@
 //   Timeline t = sim.timeline(partition, {1410, 12, "linear_0"});   // the phases, for display
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "kareus/evaluate/evaluator.hpp"
@@ -126,10 +135,17 @@ class SimulatedEvaluator final : public EvaluatorImpl {
   const SimulationOptions& options() const { return options_; }
 
  private:
+  // One run at the clock the GPU goes at (freq_mhz, after the power limit).
   template <bool kRecord>
   void run(const workload::Partition& partition, double freq_mhz, int sms, long launch_op,
            bool with_compute, bool with_collective, Timeline* out, double& time_s,
            double& energy_j) const;
+  // The clock a run locked at `locked_mhz` goes at: lower where its average power, from
+  // run_at(f) -> (time, energy), would pass the board's limit.
+  template <typename RunAt>
+  double run_clock_mhz(double locked_mhz, RunAt&& run_at) const;
+  // The sequential knob's run of an un-split segment at `freq_mhz`: compute, then the collective.
+  std::pair<double, double> sequential_at(const workload::Partition& whole, double freq_mhz, int sms) const;
 
   hardware::GpuSpec gpu_;
   SimulationOptions options_;
