@@ -50,7 +50,6 @@ int run_plan(PlanFlags& flags) {
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel, flags.noise);
-  report_sample_use(evaluator, planner::job_partitions(job));
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
@@ -58,6 +57,7 @@ int run_plan(PlanFlags& flags) {
   if (!schedule) {
     throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
   }
+  report_sample_use(evaluator, planner::job_partitions(job, *schedule));
   options.schedule = *schedule;
   options.virtual_stages = flags.virtual_stages;
   options.unit_time_s = flags.unit_time_s;
@@ -176,7 +176,8 @@ Action register_plan(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
   cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
+                  "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1 "
+                  "(zero bubble H1: B and W planned with clocks of their own)")
       ->capture_default_str();
   cmd->add_option("--virtual-stages", flags->virtual_stages,
                   "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kareus/core/error.hpp"
+#include "kareus/workload/zero_bubble.hpp"
 
 namespace kareus::compose {
 namespace {
@@ -68,6 +69,59 @@ std::vector<Term> instruction_terms(const workload::ModelSpec& model, const work
     if (p.pass == pass) terms.push_back({p.key, p.count, false, true});
   }
   return terms;
+}
+
+// B and W of every stage from its backward options and the W partition's points (see the header).
+void split_backward_options(pipeline::OptionTable& table, const workload::ModelSpec& model,
+                            const workload::ParallelConfig& parallel, const PartitionPoints& points,
+                            const ComposeOptions& options) {
+  const std::string key(workload::kWeightGradientKey);
+  auto found = points.find(key);
+  if (found == points.end() || found->second.empty()) {
+    throw InputError({"", 0, 0, key}, fmt::format("backward_weight needs partition {}, which has no measurements", key));
+  }
+  const int count = workload::weight_gradient_partition(model, parallel).count;
+  const std::vector<int> layers = parallel.layers_per_stage.empty()
+                                      ? workload::default_layers_per_stage(model.num_layers, parallel.pp)
+                                      : parallel.layers_per_stage;
+  for (int stage = 0; stage < table.num_stages(); ++stage) {
+    const double scale = layers.at(static_cast<std::size_t>(stage)) * count * options.overhead_factor;
+    // Per clock, the W point of least effective energy (of equal ones, the first).
+    std::vector<const PartitionPoint*> best;
+    for (const PartitionPoint& p : found->second) {
+      auto same = std::find_if(best.begin(), best.end(),
+                               [&](const PartitionPoint* b) { return same_clock(b->knob.freq_mhz, p.knob.freq_mhz); });
+      const double effective = p.energy_j - options.p_static_w * p.time_s;
+      if (same == best.end()) best.push_back(&p);
+      else if (effective < (*same)->energy_j - options.p_static_w * (*same)->time_s) *same = &p;
+    }
+    std::sort(best.begin(), best.end(), [](const auto* a, const auto* b) { return a->knob.freq_mhz < b->knob.freq_mhz; });
+    std::vector<pipeline::StageOption>& input = table.at(stage, pipeline::OptionSlot::kBackwardInput);
+    std::vector<pipeline::StageOption>& weight = table.at(stage, pipeline::OptionSlot::kBackwardWeight);
+    for (const pipeline::StageOption& backward : table.at(stage, InstructionType::kBackward)) {
+      auto w = std::find_if(best.begin(), best.end(),
+                            [&](const PartitionPoint* b) { return same_clock(b->knob.freq_mhz, backward.freq_mhz); });
+      if (w == best.end()) continue;
+      pipeline::StageOption b = backward;
+      b.time_s -= (*w)->time_s * scale;
+      b.energy_j -= (*w)->energy_j * scale;
+      KAREUS_CHECK(b.time_s > 0 && b.energy_j > 0,
+                   fmt::format("stage {}: the weight gradients cost more than the backward at {} MHz", stage,
+                               backward.freq_mhz));
+      input.push_back(std::move(b));
+    }
+    for (const PartitionPoint* w : best) {
+      if (std::none_of(input.begin(), input.end(), [&](const auto& b) { return same_clock(b.freq_mhz, w->knob.freq_mhz); })) {
+        continue;
+      }
+      nlohmann::json knob = {{"partitions", {{{"key", key}, {"sms", w->knob.sms}, {"slot", w->knob.slot}}}}};
+      weight.push_back({w->knob.freq_mhz, w->time_s * scale, w->energy_j * scale, std::move(knob)});
+    }
+    if (input.empty()) {
+      throw InputError({"", 0, 0, key}, fmt::format("stage {}: no SM clock has measurements of both its backward and {}",
+                                                    stage, key));
+    }
+  }
 }
 
 }  // namespace
@@ -161,6 +215,7 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
       }
     }
   }
+  if (options.split_backward) split_backward_options(table, model, parallel, points, options);
   return table;
 }
 

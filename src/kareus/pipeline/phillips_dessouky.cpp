@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "kareus/core/error.hpp"
@@ -13,8 +14,20 @@
 namespace kareus::pipeline {
 namespace {
 
-std::size_t cost_index(const Instruction& ins) {
-  return static_cast<std::size_t>(ins.stage) * 2 + static_cast<std::size_t>(ins.type);
+// The (stage, slot) operations the DAG runs, in stage-major slot order: a model has one cost per
+// operation, so a schedule without B and W needs no options for them.
+std::vector<std::pair<int, OptionSlot>> operations(const InstructionDag& dag, int num_stages) {
+  std::vector<std::array<bool, kNumOptionSlots>> used(static_cast<std::size_t>(num_stages));
+  for (const Instruction& ins : dag.instructions()) {
+    used.at(static_cast<std::size_t>(ins.stage))[static_cast<std::size_t>(option_slot(ins))] = true;
+  }
+  std::vector<std::pair<int, OptionSlot>> out;
+  for (int stage = 0; stage < num_stages; ++stage) {
+    for (OptionSlot slot : kAllOptionSlots) {
+      if (used[static_cast<std::size_t>(stage)][static_cast<std::size_t>(slot)]) out.emplace_back(stage, slot);
+    }
+  }
+  return out;
 }
 
 // The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
@@ -45,14 +58,21 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
     throw InputError(fmt::format("the option table has {} stages but the schedule {}",
                                  table.num_stages(), schedule.num_stages()));
   }
-  for (int stage = 0; stage < table.num_stages(); ++stage) {
-    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      if (table.at(stage, type).size() > 65535) {
-        throw InputError(fmt::format("stage {} {} has more than 65535 options", stage, to_string(type)));
-      }
+  const auto ops = operations(dag_, table.num_stages());
+  for (const auto& [stage, slot] : ops) {
+    if (table.at(stage, slot).size() > 65535) {
+      throw InputError(fmt::format("stage {} {} has more than 65535 options", stage, to_string(slot)));
+    }
+    if (table.at(stage, slot).empty()) {
+      throw InputError(fmt::format("stage {} has no {} options; {} splits each backward into B and W, which need "
+                                   "options of their own",
+                                   stage, to_string(slot), to_string(schedule.kind())));
     }
   }
-  for (const Instruction& ins : dag_.instructions()) cost_of_.push_back(cost_index(ins));
+  for (const Instruction& ins : dag_.instructions()) {
+    const std::pair<int, OptionSlot> op{ins.stage, option_slot(ins)};
+    cost_of_.push_back(static_cast<std::size_t>(std::find(ops.begin(), ops.end(), op) - ops.begin()));
+  }
   build_model(options.unit_time_s);
   first_model_ = &models_.front();
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
@@ -68,11 +88,9 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
 void FrontierSolver::build_model(double unit_time_s) {
   Model& m = models_.emplace_back();
   m.unit_time_s = unit_time_s;
-  for (int stage = 0; stage < table_.num_stages(); ++stage) {
-    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      m.costs.emplace_back(table_.at(stage, type), options_.p_blocking_w, unit_time_s, options_.cost_model,
-                           fmt::format("stage {} {}", stage, to_string(type)));
-    }
+  for (const auto& [stage, slot] : operations(dag_, table_.num_stages())) {
+    m.costs.emplace_back(table_.at(stage, slot), options_.p_blocking_w, unit_time_s, options_.cost_model,
+                         fmt::format("stage {} {}", stage, to_string(slot)));
   }
   double total_range_j = 0;
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {

@@ -42,6 +42,17 @@ struct Instruction {
   bool operator==(const Instruction&) const = default;
 };
 
+// The option set an instruction draws from: forward, whole backward, or its B or W.
+constexpr OptionSlot option_slot(const Instruction& ins) {
+  if (ins.type == InstructionType::kForward) return OptionSlot::kForward;
+  switch (ins.part) {
+    case BackwardPart::kInputGradient: return OptionSlot::kBackwardInput;
+    case BackwardPart::kWeightGradient: return OptionSlot::kBackwardWeight;
+    case BackwardPart::kWhole: break;
+  }
+  return OptionSlot::kBackward;
+}
+
 class PipelineSchedule {
  public:
   // 1F1B as Perseus and Merak order it: stage s runs min(S-s-1, M) warm-up forwards, then
