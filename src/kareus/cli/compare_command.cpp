@@ -129,7 +129,9 @@ int run_compare(CompareFlags& flags) {
     const planner::ClusterShape shape{.pipelines = job.parallel.dp,
                                       .gpus_per_stage = job.parallel.tp * job.parallel.cp,
                                       .stages = job.parallel.pp,
-                                      .p_blocking_w = results.front().p_static_w};
+                                      .p_blocking_w = results.empty()
+                                                          ? options.p_static_w.value_or(evaluator.gpu().static_power_w)
+                                                          : results.front().p_static_w};
     const std::string cluster_scope =
         fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration", shape.gpus(),
                     job.parallel.tp, job.parallel.cp, job.parallel.pp, job.parallel.dp);
@@ -192,6 +194,7 @@ int run_compare(CompareFlags& flags) {
       series.push_back({std::string(planner::to_string(r.method)), points, points.size() == 1});
     }
     report["configs"].push_back(std::move(config));
+    if (series.empty()) continue;  // every method left out: nothing to plot
     std::string svg = report::render_svg(
         series, {fmt::format("{} ({})", job.name, plan::energy_scope_for(job.parallel.pp)), "iteration time (s)",
                  "iteration energy (J)"});
