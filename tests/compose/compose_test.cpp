@@ -79,6 +79,55 @@ TEST(Compose, SplitBackwardIsTheBackwardLessItsWeightGradients) {
   EXPECT_THROW(compose_option_table(s.model, s.parallel, points, {.split_backward = true}), InputError);
 }
 
+// Interleaved chunks: each has options of its own, a V-th of the stage's layers; the embedding is
+// the first chunk's of the first stage, the LM head the last chunk's of the last stage; so the
+// chunks of a stage add up to the stage, clock by clock.
+TEST(Compose, ChunksSplitTheLayersAndHoldTheEmbeddingAndHeadWhereTheyRun) {
+  Job s;
+  workload::ParallelConfig p;
+  p.layers_per_stage = {14, 14};
+  s.parallel = workload::validated(s.model, p);
+  const auto points = uniform_points(s, {1410, 1200}, {{1.0, 10.0}});
+  const auto whole = compose_option_table(s.model, s.parallel, points, {.p_static_w = 40});
+  const auto chunked = compose_option_table(s.model, s.parallel, points, {.p_static_w = 40, .virtual_stages = 2});
+  ASSERT_EQ(chunked.chunks, 2);
+  ASSERT_EQ(chunked.num_stages(), 2);
+  for (int stage = 0; stage < 2; ++stage) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      const auto slot = pipeline::option_slot(type);
+      const auto& stage_options = whole.at(stage, slot);
+      for (std::size_t k = 0; k < stage_options.size(); ++k) {
+        double time = 0, energy = 0;
+        for (int chunk = 0; chunk < 2; ++chunk) {
+          const auto& o = chunked.at(stage, chunk, slot).at(k);
+          EXPECT_EQ(o.freq_mhz, stage_options[k].freq_mhz);
+          time += o.time_s;
+          energy += o.energy_j;
+        }
+        EXPECT_NEAR(time, stage_options[k].time_s, 1e-9);
+        EXPECT_NEAR(energy, stage_options[k].energy_j, 1e-9);
+      }
+      for (int chunk = 0; chunk < 2; ++chunk) {
+        const InstructionKeys keys = instruction_keys(s.model, s.parallel, stage, type, chunk, 2);
+        const bool embedding = stage == 0 && chunk == 0, head = stage == 1 && chunk == 1;
+        EXPECT_EQ(keys.fixed.size(), embedding || head ? 1u : 0u) << stage << " " << chunk;
+        if (embedding) {
+          EXPECT_TRUE(keys.fixed.front().starts_with("embedding"));
+        }
+        if (head) {
+          EXPECT_TRUE(keys.fixed.front().starts_with("head"));
+        }
+      }
+    }
+  }
+  // The first stage's chunks differ by the embedding alone, the last's by the head.
+  EXPECT_GT(chunked.at(0, 0, pipeline::OptionSlot::kForward)[0].time_s,
+            chunked.at(0, 1, pipeline::OptionSlot::kForward)[0].time_s);
+  EXPECT_LT(chunked.at(1, 0, pipeline::OptionSlot::kForward)[0].time_s,
+            chunked.at(1, 1, pipeline::OptionSlot::kForward)[0].time_s);
+  EXPECT_THROW(compose_option_table(s.model, s.parallel, points, {.virtual_stages = 4}), InputError);  // 14 / 4
+}
+
 TEST(Compose, InstructionsSumTheirPartitionsWithMultiplicity) {
   Job s;
   auto points = uniform_points(s, {1410}, {{1.0, 10.0}});

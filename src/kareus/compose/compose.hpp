@@ -9,6 +9,11 @@
 // followed by the backward. Sums are pruned to their Pareto set in (time, effective energy
 // E − P_static·t) after each key, so the product of per-key choices never materialises.
 //
+// With `virtual_stages` V > 1 (interleaved) each stage's V chunks get options of their own: a chunk
+// runs a V-th of the stage's layers (they must split into whole layers, as the workload splits
+// them), the embedding belongs to the first chunk of the first stage, and the LM head and loss to
+// the last chunk of the last stage.
+//
 // For a zero-bubble schedule (`split_backward`) every stage also gets B and W options. W is the
 // stage's layers' weight-gradient GEMMs (workload/zero_bubble.hpp's `bwd_wgrad` partition, measured
 // per clock; it has no collective, so one option per clock). B is, per clock and knob, the
@@ -52,12 +57,14 @@ struct ComposeOptions {
   double p_static_w = 0;
   double overhead_factor = 1.0;
   bool split_backward = false;  // also B and W options (points must hold workload::kWeightGradientKey)
+  int virtual_stages = 1;       // model chunks per stage, each with options of its own
 };
 
 // The option table of every stage of `parallel` (validated). A clock is offered for an
 // instruction when every key the instruction needs has a point at that clock; an instruction
 // with no such clock is an InputError naming the key and the clocks it lacks; so is, with
-// split_backward, a stage whose backward and W share no clock.
+// split_backward, a stage whose backward and W share no clock, and a stage whose layers do not
+// split into the virtual stages.
 pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
                                            const workload::ParallelConfig& parallel,
                                            const PartitionPoints& points, const ComposeOptions& options);
@@ -70,6 +77,6 @@ struct InstructionKeys {
   std::vector<std::string> fixed;      // non-partition work, always sequential
 };
 InstructionKeys instruction_keys(const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
-                                 int stage, pipeline::InstructionType type);
+                                 int stage, pipeline::InstructionType type, int chunk = 0, int chunks = 1);
 
 }  // namespace kareus::compose

@@ -85,19 +85,20 @@ OptionTable read_option_table(const std::filesystem::path& path, int num_stages)
 
 void validate_option_table(const OptionTable& table, const std::string& source) {
   for (int stage = 0; stage < table.num_stages(); ++stage) {
-    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      if (table.at(stage, type).empty()) {
-        throw InputError({source, 0, 0, "instruction"},
-                         fmt::format("stage {} has no {} options", stage, to_string(type)));
+    for (int chunk = 0; chunk < table.chunks; ++chunk) {
+      const std::string where = table.chunks > 1 ? fmt::format("stage {} chunk {}", stage, chunk) : fmt::format("stage {}", stage);
+      for (OptionSlot slot : {OptionSlot::kForward, OptionSlot::kBackward}) {
+        if (table.at(stage, chunk, slot).empty()) {
+          throw InputError({source, 0, 0, "instruction"}, fmt::format("{} has no {} options", where, to_string(slot)));
+        }
       }
-    }
-    const bool b = !table.at(stage, OptionSlot::kBackwardInput).empty();
-    const bool w = !table.at(stage, OptionSlot::kBackwardWeight).empty();
-    if (b != w) {
-      throw InputError({source, 0, 0, "instruction"},
-                       fmt::format("stage {} has {} options but no {} options: a backward splits into both",
-                                   stage, b ? "backward_input" : "backward_weight",
-                                   b ? "backward_weight" : "backward_input"));
+      const bool b = !table.at(stage, chunk, OptionSlot::kBackwardInput).empty();
+      const bool w = !table.at(stage, chunk, OptionSlot::kBackwardWeight).empty();
+      if (b != w) {
+        throw InputError({source, 0, 0, "instruction"},
+                         fmt::format("{} has {} options but no {} options: a backward splits into both", where,
+                                     b ? "backward_input" : "backward_weight", b ? "backward_weight" : "backward_input"));
+      }
     }
   }
 }

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kareus/core/error.hpp"
+
 namespace kareus::pipeline {
 
 enum class InstructionType : std::uint8_t { kForward = 0, kBackward = 1 };
@@ -51,20 +53,35 @@ struct StageOption {
 };
 
 struct OptionTable {
-  // options[stage][slot], slot indexed by OptionSlot.
+  // options[stage · chunks + chunk][slot], slot indexed by OptionSlot.
   std::vector<std::array<std::vector<StageOption>, kNumOptionSlots>> options;
+  // Model chunks per stage (an interleaved schedule's V), each with options of its own.
+  int chunks = 1;
 
-  int num_stages() const { return static_cast<int>(options.size()); }
-  const std::vector<StageOption>& at(int stage, OptionSlot slot) const {
-    return options.at(static_cast<std::size_t>(stage))[static_cast<std::size_t>(slot)];
+  int num_stages() const { return static_cast<int>(options.size()) / chunks; }
+  const std::vector<StageOption>& at(int stage, int chunk, OptionSlot slot) const {
+    return options.at(index(stage, chunk))[static_cast<std::size_t>(slot)];
   }
-  std::vector<StageOption>& at(int stage, OptionSlot slot) {
-    return options.at(static_cast<std::size_t>(stage))[static_cast<std::size_t>(slot)];
+  std::vector<StageOption>& at(int stage, int chunk, OptionSlot slot) {
+    return options.at(index(stage, chunk))[static_cast<std::size_t>(slot)];
   }
+  // A table of one chunk per stage.
+  const std::vector<StageOption>& at(int stage, OptionSlot slot) const { return at(stage, single_chunk(), slot); }
+  std::vector<StageOption>& at(int stage, OptionSlot slot) { return at(stage, single_chunk(), slot); }
   const std::vector<StageOption>& at(int stage, InstructionType type) const { return at(stage, option_slot(type)); }
   std::vector<StageOption>& at(int stage, InstructionType type) { return at(stage, option_slot(type)); }
   // True when every stage has B and W options (what a zero-bubble schedule needs).
   bool splits_backward() const;
+
+ private:
+  std::size_t index(int stage, int chunk) const {
+    KAREUS_CHECK(chunk >= 0 && chunk < chunks, "chunk outside the option table");
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(chunks) + static_cast<std::size_t>(chunk);
+  }
+  int single_chunk() const {
+    KAREUS_CHECK(chunks == 1, "a per-stage lookup on an option table with chunks");
+    return 0;
+  }
 };
 
 // Reads a Perseus-format profile for a pipeline of `num_stages` stages. Throws InputError naming

@@ -96,8 +96,8 @@ std::optional<std::vector<std::uint16_t>> dominating_assignment(const pipeline::
   std::vector<std::uint16_t> mapped(assignment.size());
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const auto& ins = dag.instruction(v);
-    const pipeline::StageOption& o = from.at(ins.stage, pipeline::option_slot(ins)).at(assignment[v]);
-    const auto& candidates = to.at(ins.stage, pipeline::option_slot(ins));
+    const pipeline::StageOption& o = pipeline::options_of(from, ins).at(assignment[v]);
+    const auto& candidates = pipeline::options_of(to, ins);
     std::optional<std::size_t> best;
     double best_effective = 0;
     for (std::size_t k = 0; k < candidates.size(); ++k) {
@@ -271,12 +271,11 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     }
   }
 
-  result.table = pipeline::chunk_option_table(
-      compose::compose_option_table(job.model, job.parallel, points,
-                                    {.p_static_w = result.p_static_w,
-                                     .overhead_factor = options.overhead_factor,
-                                     .split_backward = pipeline::splits_backward(result.schedule)}),
-      result.virtual_stages);
+  result.table = compose::compose_option_table(job.model, job.parallel, points,
+                                               {.p_static_w = result.p_static_w,
+                                                .overhead_factor = options.overhead_factor,
+                                                .split_backward = pipeline::splits_backward(result.schedule),
+                                                .virtual_stages = result.virtual_stages});
   auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
                                                    result.virtual_stages);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};

@@ -49,7 +49,8 @@ struct PlannerOptions {
   double overhead_factor = 1.0;      // see compose.hpp
   double unit_time_s = 1e-3;
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
-  // chunk's instruction a 1/V share of the stage's (so a stage's layers must divide by V).
+  // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,
+  // the LM head in the last), so a stage's layers must divide by V.
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
   int virtual_stages = 1;
   search::PartitionSearchOptions search;      // Kareus's per-partition search
