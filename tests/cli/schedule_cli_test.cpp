@@ -1,5 +1,6 @@
 // `kareus plan` and `kareus compare` on the interleaved schedule, the whole job's energy with
 // several data-parallel pipelines and a straggler, and the schedules they refuse.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -110,6 +111,25 @@ TEST_F(ScheduleCli, ExportsCarryWhatEachGrammarAllows) {
     EXPECT_FALSE(std::filesystem::exists(refused + "/scheds_pipeline_00000.py"));
   }
   EXPECT_TRUE(contains(slurp(path("zb-pfo/freqs_pipeline_00000.py")), "('backward_weight', "));
+}
+
+// The composed zb-h1 table written by `kareus plan --stage-options` (B and W rows) is a profile
+// `kareus frontier --schedule zb-h1` plans: the same fastest and least-energy plans (plan's front
+// also holds the baselines' plans mapped onto the table, so the points between may differ).
+TEST_F(ScheduleCli, AZeroBubbleStageTableRoundTripsThroughFrontier) {
+  ASSERT_EQ(run("plan --schedule zb-h1 --stage-options " + path("zb.csv") + " --out " + path("zb")).exit_code, 0);
+  const std::string table = slurp(path("zb.csv"));
+  EXPECT_TRUE(contains(table, ",backward_input,") && contains(table, ",backward_weight,")) << table.substr(0, 200);
+  const double p = nlohmann::json::parse(slurp(path("zb/summary.json")))["p_static_w"].get<double>();
+  const CliResult r = run("frontier --profile " + path("zb.csv") + " --stages 2 --microbatches 8 --schedule zb-h1 " +
+                          "--p-blocking " + fmt::format("{:.17g}", p) + " --out " + path("fr"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable planned = read_csv(path("zb/frontier.csv")), replanned = read_csv(path("fr/frontier.csv"));
+  for (bool last : {false, true}) {
+    const std::size_t a = last ? planned.rows() - 1 : 0, b = last ? replanned.rows() - 1 : 0;
+    EXPECT_NEAR(planned.number(a, 0), replanned.number(b, 0), 1e-8 * planned.number(a, 0)) << last;
+    EXPECT_NEAR(planned.number(a, 1), replanned.number(b, 1), 1e-8 * planned.number(a, 1)) << last;
+  }
 }
 
 TEST_F(ScheduleCli, RefusalsAreOneLineExitTwoAndNothingWritten) {
