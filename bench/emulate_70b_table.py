@@ -18,16 +18,14 @@ def main(out, names):
     print("Llama 3.3 70B, TP 8, 16 data-parallel pipelines, mbs 4, seq 4096, 64 microbatches, full checkpointing, "
           "layers split evenly; costs from the simulated A100 SXM4 40GB (a model, not a measurement). Regenerate "
           "with bench/emulate_70b.sh. Energies of one GPU per stage unless marked as the whole job (every GPU, "
-          "TP x CP x PP x DP). ZB-H1 has Megatron-LM's plan only (every instruction at the highest clock, W costed "
-          "on its weight-gradient GEMMs): Perseus, Nanobatching+Perseus and Kareus need the frontier solver to read "
-          "W options of their own, which it does not yet.")
+          "TP x CP x PP x DP). Interleaved chunks have options of their own (the embedding in the first chunk of "
+          "the first stage, the LM head in the last chunk of the last); ZB-H1's W (the weight-gradient GEMMs) has "
+          "clocks of its own, B is the backward less W at the same clock and knobs.")
     print()
     for name, c in configs:
         print(f"- {name}: {c['config']}; {c['cluster_energy_scope']}")
-        if "not_planned" in c:
-            m = c["methods"][0]
-            print(f"  (ZB-H1 at Megatron-LM's setting: {m['max_throughput_time_s']:.2f} s against 1F1B's "
-                  f"{m['one_f_one_b_time_s']:.2f} s on the same costs; not planned: {', '.join(c['not_planned'])})")
+        for left in c.get("left_out", []):
+            print(f"  ({left['method']} left out: {left['reason']})")
     print()
     print("| config | method | fastest time (s) | energy at Megatron's time (kJ) | iso-time energy reduction "
           "| whole job at Megatron's time (MJ) | iso-energy time reduction |")

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "cli_fixture.hpp"
@@ -173,6 +174,25 @@ TEST_F(ArtifactCli, CompareRunsWhatTheTreeSupportsAndSaysWhatItLeftOut) {
   const CsvTable csv = CsvTable::parse(slurp(path("cmp/compare.csv")), "compare.csv");
   ASSERT_EQ(csv.rows(), 1u);
   EXPECT_EQ(csv.text(0, 1), "Kareus");
+}
+
+// zb-h1 from the same tree: the baselines lack their knobs as on 1F1B, and Kareus lacks W's
+// weight-gradient GEMMs, which the artifact never measures; all four are left out with why, not an error.
+TEST_F(ArtifactCli, CompareOnZeroBubbleLeavesOutWhatTheTreeCannotCost) {
+  const CliResult r = run("compare --schedule zb-h1 --evaluator artifact:" + kFixture.string() + " --out " + path("cmp"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Megatron-LM left out: artifact:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Kareus left out: artifact:")) << r.out;
+  const auto config = nlohmann::json::parse(slurp(path("cmp/compare.json")))["configs"][0];
+  EXPECT_TRUE(config["methods"].empty()) << config.dump();
+  std::map<std::string, std::string> left;
+  for (const auto& l : config["left_out"]) left[l["method"].get<std::string>()] = l["reason"].get<std::string>();
+  ASSERT_EQ(left.size(), 4u) << config.dump();
+  EXPECT_TRUE(contains(left["Megatron-LM"], "sequential knob")) << left["Megatron-LM"];
+  EXPECT_TRUE(contains(left["Perseus"], "sequential knob")) << left["Perseus"];
+  EXPECT_TRUE(contains(left["Kareus"], "bwd_wgrad")) << left["Kareus"];
+  const std::string csv = slurp(path("cmp/compare.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1) << csv;  // the header, no method's row
 }
 
 TEST_F(ArtifactCli, CompareRunsNanobatchingWhereTheTreeHoldsItsKnob) {

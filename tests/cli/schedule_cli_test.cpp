@@ -1,6 +1,9 @@
 // `kareus plan` and `kareus compare` on the interleaved schedule, the whole job's energy with
 // several data-parallel pipelines and a straggler, and the schedules they refuse.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <cmath>
 
 #include "cli_fixture.hpp"
 #include "kareus/core/csv.hpp"
@@ -63,21 +66,74 @@ TEST_F(ScheduleCli, CompareReportsTheWholeJobAndStragglers) {
   EXPECT_EQ(read_csv(path("cmp/stragglers.csv")).rows(), 4u * 2);
 }
 
-TEST_F(ScheduleCli, CompareCostsZeroBubbleAtMegatronsSettingOnly) {
+TEST_F(ScheduleCli, ComparePlansZeroBubbleWithEveryMethod) {
   const CliResult r = run("compare --schedule zb-h1 --pp 4 --layers-per-stage 7,7,7,7 --dp 2 --out " + path("zb"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto config = nlohmann::json::parse(slurp(path("zb/compare.json")))["configs"][0];
-  ASSERT_EQ(config["methods"].size(), 1u);
-  const auto& megatron = config["methods"][0];
-  EXPECT_EQ(megatron["method"], "Megatron-LM");
-  EXPECT_LT(megatron["max_throughput_time_s"].get<double>(), megatron["one_f_one_b_time_s"].get<double>());
-  EXPECT_EQ(config["not_planned"].size(), 3u);
-  EXPECT_TRUE(contains(r.out, "W options")) << r.out;
+  EXPECT_EQ(config["schedule"], "zb-h1");
+  EXPECT_TRUE(config["left_out"].empty());
+  std::vector<std::string> methods;
+  for (const auto& m : config["methods"]) methods.push_back(m["method"]);
+  EXPECT_EQ(methods, (std::vector<std::string>{"Megatron-LM", "Perseus", "Nanobatching+Perseus", "Kareus"}));
+  // Kareus's frontier holds Perseus's plans, so it is at least as fast at every energy.
+  const auto& perseus = config["methods"][1];
+  EXPECT_GT(perseus["frontier"].size(), 1u);
+  EXPECT_GE(config["methods"][3]["iso_time_energy_reduction_pct"].get<double>(), 0.0);
+}
+
+// Exports of real interleaved and zb-h1 plans: Zeus's PFO grammar is (name, MHz) in run order,
+// so both export, B and W under their plan names; the artifact's scheduler runs 1F1B only, so it
+// refuses in one line and writes nothing.
+TEST_F(ScheduleCli, ExportsCarryWhatEachGrammarAllows) {
+  ASSERT_EQ(run("plan --schedule zb-h1 --out " + path("zb")).exit_code, 0);
+  ASSERT_EQ(run("plan --schedule interleaved --virtual-stages 2 --layers-per-stage 14,14 --out " + path("il")).exit_code, 0);
+  for (const char* name : {"zb", "il"}) {
+    const std::string plan_path = path(std::string(name) + "/plan.json");
+    const auto plan = nlohmann::json::parse(slurp(plan_path));
+    ASSERT_EQ(run("export --plan " + plan_path + " --format zeus-pfo --out " + path(std::string(name) + "-pfo")).exit_code, 0);
+    const std::string text = slurp(path(std::string(name) + "-pfo/freqs_pipeline_00000.py"));
+    // The file lists every instruction of the plan in order, by its type, at its rounded clock.
+    std::string expected = "[\n";
+    for (const auto& stage : plan["stages"]) {
+      expected += "    [";
+      bool first = true;
+      for (const auto& ins : stage["instructions"]) {
+        expected += (first ? "" : ", ") + std::string("('") + ins["type"].get<std::string>() + "', " +
+                    std::to_string(std::lround(ins["freq_mhz"].get<double>())) + ")";
+        first = false;
+      }
+      expected += "],\n";
+    }
+    EXPECT_EQ(text, expected + "]\n") << name;
+    const std::string refused = path(std::string(name) + "-artifact");
+    expect_one_line_error(run("export --plan " + plan_path + " --format kareus-artifact --out " + refused), "1F1B only");
+    EXPECT_FALSE(std::filesystem::exists(refused + "/freqs_pipeline_00000.py"));
+    EXPECT_FALSE(std::filesystem::exists(refused + "/scheds_pipeline_00000.py"));
+  }
+  EXPECT_TRUE(contains(slurp(path("zb-pfo/freqs_pipeline_00000.py")), "('backward_weight', "));
+}
+
+// The composed zb-h1 table written by `kareus plan --stage-options` (B and W rows) is a profile
+// `kareus frontier --schedule zb-h1` plans: the same fastest and least-energy plans (plan's front
+// also holds the baselines' plans mapped onto the table, so the points between may differ).
+TEST_F(ScheduleCli, AZeroBubbleStageTableRoundTripsThroughFrontier) {
+  ASSERT_EQ(run("plan --schedule zb-h1 --stage-options " + path("zb.csv") + " --out " + path("zb")).exit_code, 0);
+  const std::string table = slurp(path("zb.csv"));
+  EXPECT_TRUE(contains(table, ",backward_input,") && contains(table, ",backward_weight,")) << table.substr(0, 200);
+  const double p = nlohmann::json::parse(slurp(path("zb/summary.json")))["p_static_w"].get<double>();
+  const CliResult r = run("frontier --profile " + path("zb.csv") + " --stages 2 --microbatches 8 --schedule zb-h1 " +
+                          "--p-blocking " + fmt::format("{:.17g}", p) + " --out " + path("fr"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable planned = read_csv(path("zb/frontier.csv")), replanned = read_csv(path("fr/frontier.csv"));
+  for (bool last : {false, true}) {
+    const std::size_t a = last ? planned.rows() - 1 : 0, b = last ? replanned.rows() - 1 : 0;
+    EXPECT_NEAR(planned.number(a, 0), replanned.number(b, 0), 1e-8 * planned.number(a, 0)) << last;
+    EXPECT_NEAR(planned.number(a, 1), replanned.number(b, 1), 1e-8 * planned.number(a, 1)) << last;
+  }
 }
 
 TEST_F(ScheduleCli, RefusalsAreOneLineExitTwoAndNothingWritten) {
   const std::string out = " --out " + path("never");
-  expect_one_line_error(run("plan --schedule zb-h1" + out), "B and W");
   expect_one_line_error(run("plan --schedule interleaved --virtual-stages 2" + out), "--virtual-stages");
   expect_one_line_error(run("plan --schedule interleaved --virtual-stages 2 --layers-per-stage 14,14 --microbatches 7" + out),
                         "multiple");

@@ -1,5 +1,5 @@
 // `kareus simulate` on plans the real producers wrote: `kareus plan` (the default job, 1F1B) and
-// `kareus frontier` (the measured GPT-3 profile, interleaved): with no transfer time, no switch
+// `kareus frontier` (the measured GPT-3 profile, interleaved), and a zb-h1 plan: with no transfer time, no switch
 // latency and no jitter the replay is the plan; with them it is slower, never faster.
 #include <nlohmann/json.hpp>
 #include <set>
@@ -72,6 +72,23 @@ TEST_F(SimulateCli, ReproducesInterleavedFrontierPlansAndJitterIsSeeded) {
   EXPECT_EQ(a["time_s"], b["time_s"]);
   EXPECT_NE(a["time_s"], c["time_s"]);
   expect_one_line_error(run("simulate --plan " + plans + " --index 1 --no-p2p --jitter -1"), "--jitter");
+}
+
+// A zb-h1 plan of `kareus plan`: its B and W instructions replay on their own clocks, exactly.
+TEST_F(SimulateCli, ReproducesAZeroBubblePlanOfKareusPlanExactly) {
+  ASSERT_EQ(run("plan --schedule zb-h1 --plans 5 --out " + path("zb")).exit_code, 0);
+  const auto plan = nlohmann::json::parse(slurp(path("zb/plan.json")));
+  ASSERT_EQ(plan["schedule"], "zb-h1");
+  std::set<std::string> types;
+  for (const auto& ins : plan["stages"][0]["instructions"]) types.insert(ins["type"].get<std::string>());
+  EXPECT_EQ(types, (std::set<std::string>{"forward", "backward_input", "backward_weight"}));
+  expect_exact(figures(run("simulate --plan " + path("zb/plan.json") + " --no-p2p --switch-latency-ms 0 --json")));
+  for (int k = 0; k < 5; ++k) {
+    expect_exact(figures(run("simulate --plan " + path("zb/plans.json") + " --index " + std::to_string(k) +
+                             " --no-p2p --switch-latency-ms 0 --json")));
+  }
+  const nlohmann::json real = figures(run("simulate --plan " + path("zb/plan.json") + " --json"));
+  EXPECT_GT(real["time_s"].get<double>(), real["planned_time_s"].get<double>());
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/pareto.hpp"
+#include "kareus/workload/zero_bubble.hpp"
 
 namespace kareus::compose {
 namespace {
@@ -37,6 +39,93 @@ PartitionPoints uniform_points(const Job& s, const std::vector<double>& clocks,
     }
   }
   return points;
+}
+
+// ZB-H1's slots: per stage and clock, W is the stage's layers × both nanobatches of the W points,
+// and B is each backward option less W at its clock, with the backward's knobs.
+TEST(Compose, SplitBackwardIsTheBackwardLessItsWeightGradients) {
+  Job s;
+  auto points = uniform_points(s, {1410, 1200}, {{1.0, 10.0}, {0.8, 11.0}});
+  const std::string w_key(workload::kWeightGradientKey);
+  points[w_key] = {{{1410, 0, "none"}, 0.25, 2.0}, {{1200, 0, "none"}, 0.3, 1.7}};
+  const auto plain = compose_option_table(s.model, s.parallel, points, {.p_static_w = 50});
+  EXPECT_FALSE(plain.splits_backward());
+  const auto table = compose_option_table(s.model, s.parallel, points, {.p_static_w = 50, .overhead_factor = 1.1,
+                                                                          .split_backward = true});
+  ASSERT_TRUE(table.splits_backward());
+  for (int stage = 0; stage < s.parallel.pp; ++stage) {
+    const double per_clock = s.parallel.layers_per_stage[static_cast<std::size_t>(stage)] * 2 * 1.1;
+    const auto& w = table.at(stage, pipeline::OptionSlot::kBackwardWeight);
+    ASSERT_EQ(w.size(), 2u);
+    for (const auto& o : w) {
+      const bool fast = o.freq_mhz == 1410;
+      EXPECT_NEAR(o.time_s, per_clock * (fast ? 0.25 : 0.3), 1e-12);
+      EXPECT_NEAR(o.energy_j, per_clock * (fast ? 2.0 : 1.7), 1e-12);
+      EXPECT_EQ(o.knob["partitions"][0]["key"], w_key);
+    }
+    const auto& backward = table.at(stage, InstructionType::kBackward);
+    const auto& b = table.at(stage, pipeline::OptionSlot::kBackwardInput);
+    ASSERT_EQ(b.size(), backward.size());
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      const auto& wk = *std::find_if(w.begin(), w.end(), [&](const auto& o) { return o.freq_mhz == b[k].freq_mhz; });
+      EXPECT_EQ(b[k].freq_mhz, backward[k].freq_mhz);
+      EXPECT_NEAR(b[k].time_s + wk.time_s, backward[k].time_s, 1e-12);
+      EXPECT_NEAR(b[k].energy_j + wk.energy_j, backward[k].energy_j, 1e-9);
+      EXPECT_EQ(b[k].knob, backward[k].knob);  // the recompute's knobs stay with B
+      EXPECT_TRUE(b[k].knob.contains("recompute"));
+    }
+  }
+  points.erase(w_key);
+  EXPECT_THROW(compose_option_table(s.model, s.parallel, points, {.split_backward = true}), InputError);
+}
+
+// Interleaved chunks: each has options of its own, a V-th of the stage's layers; the embedding is
+// the first chunk's of the first stage, the LM head the last chunk's of the last stage; so the
+// chunks of a stage add up to the stage, clock by clock.
+TEST(Compose, ChunksSplitTheLayersAndHoldTheEmbeddingAndHeadWhereTheyRun) {
+  Job s;
+  workload::ParallelConfig p;
+  p.layers_per_stage = {14, 14};
+  s.parallel = workload::validated(s.model, p);
+  const auto points = uniform_points(s, {1410, 1200}, {{1.0, 10.0}});
+  const auto whole = compose_option_table(s.model, s.parallel, points, {.p_static_w = 40});
+  const auto chunked = compose_option_table(s.model, s.parallel, points, {.p_static_w = 40, .virtual_stages = 2});
+  ASSERT_EQ(chunked.chunks, 2);
+  ASSERT_EQ(chunked.num_stages(), 2);
+  for (int stage = 0; stage < 2; ++stage) {
+    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+      const auto slot = pipeline::option_slot(type);
+      const auto& stage_options = whole.at(stage, slot);
+      for (std::size_t k = 0; k < stage_options.size(); ++k) {
+        double time = 0, energy = 0;
+        for (int chunk = 0; chunk < 2; ++chunk) {
+          const auto& o = chunked.at(stage, chunk, slot).at(k);
+          EXPECT_EQ(o.freq_mhz, stage_options[k].freq_mhz);
+          time += o.time_s;
+          energy += o.energy_j;
+        }
+        EXPECT_NEAR(time, stage_options[k].time_s, 1e-9);
+        EXPECT_NEAR(energy, stage_options[k].energy_j, 1e-9);
+      }
+      for (int chunk = 0; chunk < 2; ++chunk) {
+        const InstructionKeys keys = instruction_keys(s.model, s.parallel, stage, type, chunk, 2);
+        const bool embedding = stage == 0 && chunk == 0, head = stage == 1 && chunk == 1;
+        EXPECT_EQ(keys.fixed.size(), embedding || head ? 1u : 0u) << stage << " " << chunk;
+        if (embedding) {
+          EXPECT_TRUE(keys.fixed.front().starts_with("embedding"));
+        }
+        if (head) {
+          EXPECT_TRUE(keys.fixed.front().starts_with("head"));
+        }
+      }
+    }
+  }
+  // The first stage's chunks differ by the embedding alone, the last's by the head.
+  EXPECT_GT(chunked.at(0, 0, pipeline::OptionSlot::kForward)[0].time_s,
+            chunked.at(0, 1, pipeline::OptionSlot::kForward)[0].time_s);
+  EXPECT_LT(chunked.at(1, 0, pipeline::OptionSlot::kForward)[0].time_s,
+            chunked.at(1, 1, pipeline::OptionSlot::kForward)[0].time_s);
+  EXPECT_THROW(compose_option_table(s.model, s.parallel, points, {.virtual_stages = 4}), InputError);  // 14 / 4
 }
 
 TEST(Compose, InstructionsSumTheirPartitionsWithMultiplicity) {

@@ -67,11 +67,17 @@ inline std::vector<StageOption> irregular_options(std::mt19937_64& rng, double p
   return options;
 }
 
-inline OptionTable irregular_table(std::mt19937_64& rng, int stages, double p_blocking_w, int max_options) {
+// Forward and backward options per stage, and with `split_backward` B and W too.
+inline OptionTable irregular_table(std::mt19937_64& rng, int stages, double p_blocking_w, int max_options,
+                                   bool split_backward = false) {
   OptionTable table;
   table.options.resize(static_cast<std::size_t>(stages));
-  for (auto& stage : table.options) {
-    for (auto& options : stage) options = irregular_options(rng, p_blocking_w, max_options);
+  for (int s = 0; s < stages; ++s) {
+    for (OptionSlot slot : kAllOptionSlots) {
+      const bool split = slot == OptionSlot::kBackwardInput || slot == OptionSlot::kBackwardWeight;
+      if (split && !split_backward) continue;
+      table.at(s, slot) = irregular_options(rng, p_blocking_w, max_options);
+    }
   }
   validate_option_table(table, "irregular table");
   return table;
@@ -88,15 +94,16 @@ inline std::vector<TimeEnergy> enumerated_frontier(const OptionTable& table, con
   };
   std::vector<Slot> slots;
   for (int s = 0; s < stages; ++s) {
-    for (const Instruction& ins : schedule.stage_order(s)) slots.push_back({s, &ins, &table.at(s, ins.type)});
+    for (const Instruction& ins : schedule.stage_order(s)) slots.push_back({s, &ins, &table.at(s, option_slot(ins))});
   }
   const std::size_t n = slots.size();
   const int microbatches = schedule.num_microbatches();
   std::vector<std::size_t> choice(n, 0);
-  // finish[stage][type][microbatch], NaN until run.
-  std::vector<double> finish(static_cast<std::size_t>(stages) * 2 * static_cast<std::size_t>(microbatches));
-  auto at = [&](int s, InstructionType t, int m) -> double& {
-    return finish[(static_cast<std::size_t>(s) * 2 + static_cast<std::size_t>(t)) * static_cast<std::size_t>(microbatches) +
+  // finish[stage][slot][microbatch], NaN until run.
+  std::vector<double> finish(static_cast<std::size_t>(stages) * kNumOptionSlots * static_cast<std::size_t>(microbatches));
+  auto at = [&](int s, OptionSlot t, int m) -> double& {
+    return finish[(static_cast<std::size_t>(s) * kNumOptionSlots + static_cast<std::size_t>(t)) *
+                      static_cast<std::size_t>(microbatches) +
                   static_cast<std::size_t>(m)];
   };
   std::map<double, double> front;  // time -> energy, energy falling as time grows
@@ -120,15 +127,18 @@ inline std::vector<TimeEnergy> enumerated_frontier(const OptionTable& table, con
         while (next[su] < schedule.stage_order(s).size()) {
           const Instruction& ins = schedule.stage_order(s)[next[su]];
           double ready = 0;
-          if (ins.type == InstructionType::kForward && s > 0) ready = at(s - 1, ins.type, ins.microbatch);
-          if (ins.type == InstructionType::kBackward) {
-            ready = s + 1 < stages ? at(s + 1, ins.type, ins.microbatch) : at(s, InstructionType::kForward, ins.microbatch);
+          const OptionSlot slot_kind = option_slot(ins);
+          if (slot_kind == OptionSlot::kForward && s > 0) ready = at(s - 1, slot_kind, ins.microbatch);
+          if (slot_kind == OptionSlot::kBackward || slot_kind == OptionSlot::kBackwardInput) {
+            // A backward (or its B) needs the next stage's, or on the last stage its own forward.
+            ready = s + 1 < stages ? at(s + 1, slot_kind, ins.microbatch) : at(s, OptionSlot::kForward, ins.microbatch);
           }
+          if (slot_kind == OptionSlot::kBackwardWeight) ready = at(s, OptionSlot::kBackwardInput, ins.microbatch);
           if (std::isnan(ready)) break;
           const std::size_t slot = first[su] + next[su];
           const StageOption& o = (*slots[slot].options)[choice[slot]];
           clock[su] = std::max(clock[su], ready) + o.time_s;
-          at(s, ins.type, ins.microbatch) = clock[su];
+          at(s, slot_kind, ins.microbatch) = clock[su];
           sum_energy += o.energy_j;
           sum_time += o.time_s;
           ++next[su];
@@ -152,7 +162,7 @@ inline std::vector<TimeEnergy> enumerated_frontier(const OptionTable& table, con
 inline double assignment_count(const OptionTable& table, const PipelineSchedule& schedule) {
   double count = 1;
   for (int s = 0; s < schedule.num_stages(); ++s) {
-    for (const Instruction& ins : schedule.stage_order(s)) count *= static_cast<double>(table.at(s, ins.type).size());
+    for (const Instruction& ins : schedule.stage_order(s)) count *= static_cast<double>(table.at(s, option_slot(ins)).size());
   }
   return count;
 }

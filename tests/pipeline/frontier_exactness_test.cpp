@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "exact_reference.hpp"
@@ -128,6 +129,57 @@ TEST(FrontierExactness, WithinATenthOfAPercentOfEnumerationOnIrregularTables) {
               static_cast<unsigned long long>(first_seed + static_cast<std::uint64_t>(tables) - 1), 100 * worst,
               static_cast<unsigned long long>(worst_seed), budget_spent, strict_misses);
   RecordProperty("worst_gap_pct", std::to_string(100 * worst));
+}
+
+// ZB-H1 with B and W options of their own: the solver plans its DAG unchanged, so on tiny tables
+// its front matches the enumeration's, and every plan is the true evaluation of its options.
+TEST(FrontierExactness, ZeroBubbleWithinATenthOfAPercentOfEnumeration) {
+  const long tables = env_or("KAREUS_EXACTNESS_TABLES", 1000) / 5;
+  double worst = 0;
+  std::uint64_t worst_seed = 0;
+  for (long k = 0; k < tables; ++k) {
+    const auto seed = static_cast<std::uint64_t>(k + 1);
+    std::mt19937_64 rng(seed);
+    OptionTable table;
+    std::optional<PipelineSchedule> schedule;
+    double p = 0;
+    do {
+      const int stages = std::uniform_int_distribution<int>(1, 2)(rng);
+      const int microbatches = std::uniform_int_distribution<int>(1, 2)(rng);
+      const double p_choices[] = {0.0, 60.0, 83.64};
+      p = p_choices[std::uniform_int_distribution<int>(0, 2)(rng)];
+      table = testing::irregular_table(rng, stages, p, 3, /*split_backward=*/true);
+      schedule = PipelineSchedule::make(ScheduleKind::kZeroBubbleH1, stages, microbatches);
+    } while (testing::assignment_count(table, *schedule) > 4096);
+    const auto exact = testing::enumerated_frontier(table, *schedule, p);
+    ASSERT_FALSE(exact.empty()) << "seed " << seed;
+    const Frontier front = solve_frontier(table, *schedule, {.p_blocking_w = p, .unit_time_s = 1e-4});
+    const InstructionDag dag(*schedule);
+    std::vector<TimeEnergy> ours;
+    for (const FrontierPoint& q : front.points) {
+      ours.push_back(q.time_energy());
+      const TimeEnergy truth = evaluate_assignment(table, dag, q.assignment, p);
+      EXPECT_NEAR(truth.time_s, q.time_s, 1e-9 * truth.time_s) << "seed " << seed;
+    }
+    const testing::Gap gap = testing::frontier_gap(ours, exact);
+    EXPECT_LE(gap.relative, 1e-3) << "seed " << seed << " at " << gap.at_time_s << " s";
+    if (gap.relative > worst) worst = gap.relative, worst_seed = seed;
+  }
+  std::printf("zb-h1: worst gap to enumeration over %ld irregular tables: %.5f%% (seed %llu)\n", tables, 100 * worst,
+              static_cast<unsigned long long>(worst_seed));
+}
+
+// A zero-bubble schedule on a table without B and W options is refused, naming what is missing.
+TEST(FrontierExactness, ZeroBubbleNeedsOptionsOfItsOwn) {
+  std::mt19937_64 rng(1);
+  const OptionTable table = testing::irregular_table(rng, 2, 60, 3);
+  const auto schedule = PipelineSchedule::make(ScheduleKind::kZeroBubbleH1, 2, 4);
+  try {
+    (void)solve_frontier(table, schedule, {.p_blocking_w = 60});
+    FAIL() << "solved without B and W options";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("backward_input"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -68,5 +68,21 @@ TEST_F(OptionTableFile, BadInputNamesFileLineAndField) {
   EXPECT_EQ(error_of(kGood), "no error");
 }
 
+// A profile may carry B and W rows of its own: they fill the zero-bubble slots, one without the
+// other is an error, and a forward/backward profile has neither.
+TEST_F(OptionTableFile, BackwardInputAndWeightRowsFillTheirSlots) {
+  const OptionTable plain = read_option_table(write(kGood), 1);
+  EXPECT_FALSE(plain.splits_backward());
+  const OptionTable split = read_option_table(
+      write(kGood + "0,backward_input,1410,0.06,25\n0,backward_weight,1410,0.04,15\n0,backward_weight,1200,0.05,13\n"), 1);
+  EXPECT_TRUE(split.splits_backward());
+  ASSERT_EQ(split.at(0, OptionSlot::kBackwardInput).size(), 1u);
+  ASSERT_EQ(split.at(0, OptionSlot::kBackwardWeight).size(), 2u);
+  EXPECT_EQ(split.at(0, OptionSlot::kBackwardWeight)[1].freq_mhz, 1200);
+  EXPECT_EQ(split.at(0, OptionSlot::kBackwardInput)[0].time_s, 0.06);
+  EXPECT_NE(error_of(kGood + "0,backward_input,1410,0.06,25\n").find("no backward_weight"), std::string::npos);
+  for (OptionSlot slot : kAllOptionSlots) EXPECT_EQ(parse_option_slot(to_string(slot)), slot);
+}
+
 }  // namespace
 }  // namespace kareus::pipeline

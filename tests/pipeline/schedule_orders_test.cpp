@@ -196,9 +196,17 @@ TEST(ZeroBubbleH1, WeightGradientsWaitOnlyForTheirInputGradient) {
 }
 
 TEST(InterleavedSchedule, FrontierSolverMatchesEnumeration) {
-  // The solver takes the interleaved DAG as it is: a GPU's chunks share its options. On 2 stages ×
-  // 2 chunks × 2 microbatches with 2 options each, every one of the 2^16 plans is enumerated.
-  const OptionTable table = testing::seeded_table(7, 2, 2);
+  // The solver takes the interleaved DAG as it is, each chunk with options of its own (here drawn
+  // apart). On 2 stages × 2 chunks × 2 microbatches with 2 options each, every one of the 2^16 plans
+  // is enumerated.
+  const OptionTable first = testing::seeded_table(7, 2, 2), second = testing::seeded_table(8, 2, 2);
+  OptionTable table;
+  table.chunks = 2;
+  for (int s = 0; s < 2; ++s) {
+    table.options.push_back(first.options[static_cast<std::size_t>(s)]);
+    table.options.push_back(second.options[static_cast<std::size_t>(s)]);
+  }
+  ASSERT_NE(table.at(0, 0, OptionSlot::kForward), table.at(0, 1, OptionSlot::kForward));
   auto schedule = PipelineSchedule::make(ScheduleKind::kInterleaved1F1B, 2, 2, 2);
   InstructionDag dag(schedule);
   const double p_blocking_w = 80;
@@ -225,19 +233,25 @@ TEST(InterleavedSchedule, FrontierSolverMatchesEnumeration) {
   }
 }
 
-TEST(InterleavedSchedule, AChunkRunsAVthOfItsStage) {
+TEST(InterleavedSchedule, AProfilesChunkRunsAVthOfItsStage) {
   const OptionTable stage = testing::seeded_table(3, 2, 4);
   const OptionTable chunk = chunk_option_table(stage, 4);
+  ASSERT_EQ(chunk.chunks, 4);
+  ASSERT_EQ(chunk.num_stages(), 2);
   for (int s = 0; s < 2; ++s) {
-    for (InstructionType t : {InstructionType::kForward, InstructionType::kBackward}) {
-      ASSERT_EQ(chunk.at(s, t).size(), stage.at(s, t).size());
-      for (std::size_t k = 0; k < stage.at(s, t).size(); ++k) {
-        EXPECT_DOUBLE_EQ(chunk.at(s, t)[k].time_s * 4, stage.at(s, t)[k].time_s);
-        EXPECT_DOUBLE_EQ(chunk.at(s, t)[k].energy_j * 4, stage.at(s, t)[k].energy_j);
-        EXPECT_EQ(chunk.at(s, t)[k].freq_mhz, stage.at(s, t)[k].freq_mhz);
+    for (int c = 0; c < 4; ++c) {
+      for (OptionSlot t : {OptionSlot::kForward, OptionSlot::kBackward}) {
+        ASSERT_EQ(chunk.at(s, c, t).size(), stage.at(s, t).size());
+        for (std::size_t k = 0; k < stage.at(s, t).size(); ++k) {
+          EXPECT_DOUBLE_EQ(chunk.at(s, c, t)[k].time_s * 4, stage.at(s, t)[k].time_s);
+          EXPECT_DOUBLE_EQ(chunk.at(s, c, t)[k].energy_j * 4, stage.at(s, t)[k].energy_j);
+          EXPECT_EQ(chunk.at(s, c, t)[k].freq_mhz, stage.at(s, t)[k].freq_mhz);
+        }
       }
     }
   }
+  // The solver takes a table only with the schedule's chunks.
+  EXPECT_THROW(solve_frontier(stage, PipelineSchedule::make(ScheduleKind::kInterleaved1F1B, 2, 4, 4), {}), InputError);
 }
 
 TEST(Schedule, NamesRoundTrip) {

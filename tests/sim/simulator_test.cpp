@@ -27,9 +27,14 @@ plan::Plan solved_plan(ScheduleKind kind, int stages, int microbatches, int chun
       for (double f : {1410.0, 1200.0, 1005.0}) {
         const double time = base * 1410.0 / f, power = 90 + 300 * (f / 1410.0) * (f / 1410.0);
         table.at(s, t).push_back({f, time, power * time, nullptr});
+        if (t == InstructionType::kBackward) {  // zb-h1's B and W: 60% and 40% of it
+          table.at(s, pipeline::OptionSlot::kBackwardInput).push_back({f, 0.6 * time, 0.6 * power * time, nullptr});
+          table.at(s, pipeline::OptionSlot::kBackwardWeight).push_back({f, 0.4 * time, 0.4 * power * time, nullptr});
+        }
       }
     }
   }
+  if (chunks > 1) table = pipeline::chunk_option_table(table, chunks);
   auto schedule = pipeline::PipelineSchedule::make(kind, stages, microbatches, chunks);
   auto front = pipeline::solve_frontier(table, schedule, {.p_blocking_w = 80, .unit_time_s = 1e-4});
   pipeline::InstructionDag dag(schedule);
@@ -39,7 +44,7 @@ plan::Plan solved_plan(ScheduleKind kind, int stages, int microbatches, int chun
 
 TEST(Simulator, NothingAddedIsThePlan) {
   for (auto [kind, chunks] : {std::pair{ScheduleKind::k1F1B, 1}, std::pair{ScheduleKind::kGPipe, 1},
-                              std::pair{ScheduleKind::kInterleaved1F1B, 2}}) {
+                              std::pair{ScheduleKind::kInterleaved1F1B, 2}, std::pair{ScheduleKind::kZeroBubbleH1, 1}}) {
     for (std::size_t which : {0u, 3u, 100u}) {
       const plan::Plan plan = solved_plan(kind, 3, 6, chunks, which);
       const SimulationResult r = simulate(plan, {});

@@ -18,7 +18,6 @@
 #include "kareus/core/io.hpp"
 #include "kareus/planner/cluster.hpp"
 #include "kareus/planner/planner.hpp"
-#include "kareus/planner/zero_bubble.hpp"
 #include "kareus/report/plot.hpp"
 
 namespace kareus::cli {
@@ -58,65 +57,6 @@ double sequential_share(const plan::Plan& p) {
   return total ? static_cast<double>(sequential) / total : 0.0;
 }
 
-// ZB-H1: only Megatron-LM's plan can be costed until the frontier solver reads W options (see
-// planner/zero_bubble.hpp); the same files, with that one method.
-int compare_zero_bubble(const CompareFlags& flags, const std::vector<planner::Job>& jobs,
-                        const evaluate::Evaluator& evaluator, const planner::PlannerOptions& options) {
-  std::string csv = "config,method,max_throughput_time_s,max_throughput_energy_j,iso_time_energy_reduction_pct,"
-                    "iso_energy_time_reduction_pct,cluster_gpus,cluster_energy_j\n";
-  std::string straggler_csv = "config,method,slowdown,iteration_time_s,others_time_s,cluster_gpus,cluster_energy_j,"
-                              "cluster_energy_blocking_j,saving_pct\n";
-  nlohmann::json report = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
-                           {"configs", nlohmann::json::array()}};
-  for (const planner::Job& job : jobs) {
-    const planner::ZeroBubbleMegatron zb = planner::zero_bubble_megatron(job, evaluator, options);
-    const planner::ClusterShape shape{.pipelines = job.parallel.dp,
-                                      .gpus_per_stage = job.parallel.tp * job.parallel.cp,
-                                      .stages = job.parallel.pp,
-                                      .p_blocking_w = zb.p_static_w};
-    const TimeEnergy point{zb.time_s, zb.energy_j};
-    const double cluster_j = planner::cluster_energy_j(point, shape);
-    csv += fmt::format("{},Megatron-LM,{:.6f},{:.3f},,,{},{:.1f}\n", csv_field(job.name), zb.time_s, zb.energy_j, shape.gpus(),
-                       cluster_j);
-    nlohmann::json stragglers = nlohmann::json::array();
-    for (double slowdown : flags.stragglers) {
-      const planner::StragglerIteration it = planner::straggler_iteration(std::span(&point, 1), shape, slowdown);
-      straggler_csv += fmt::format("{},Megatron-LM,{:.3f},{:.6f},{:.6f},{},{:.1f},{:.1f},{:.3f}\n", csv_field(job.name), slowdown,
-                                   it.iteration_time_s, it.others_plan.time_s, shape.gpus(), it.cluster_energy_j,
-                                   it.cluster_energy_blocking_j, it.saving_pct());
-      stragglers.push_back({{"slowdown", slowdown}, {"cluster_energy_j", it.cluster_energy_j},
-                            {"cluster_energy_blocking_j", it.cluster_energy_blocking_j}, {"saving_pct", it.saving_pct()}});
-    }
-    report["configs"].push_back(
-        {{"config", job.name},
-         {"schedule", flags.schedule},
-         {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
-         {"cluster_energy_scope", fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration",
-                                              shape.gpus(), job.parallel.tp, job.parallel.cp, job.parallel.pp,
-                                              job.parallel.dp)},
-         {"not_planned", {"Perseus", "Nanobatching+Perseus", "Kareus"}},
-         {"methods",
-          {{{"method", "Megatron-LM"},
-            {"max_throughput_time_s", zb.time_s},
-            {"max_throughput_energy_j", zb.energy_j},
-            {"one_f_one_b_time_s", zb.one_f_one_b.time_s},
-            {"one_f_one_b_energy_j", zb.one_f_one_b.energy_j},
-            {"cluster_energy_j", cluster_j},
-            {"stragglers", std::move(stragglers)},
-            {"frontier", {{zb.time_s, zb.energy_j}}}}}}});
-  }
-  const std::filesystem::path dir = flags.out;
-  write_file_atomic(dir / "compare.csv", csv);
-  write_file_atomic(dir / "compare.json", report.dump(1) + "\n");
-  if (!flags.stragglers.empty()) write_file_atomic(dir / "stragglers.csv", straggler_csv);
-  fmt::print("{}", csv);
-  fmt::print("({}; zb-h1: Megatron-LM's plan only, Perseus, Nanobatching+Perseus and Kareus need the frontier solver "
-             "to read W options of their own; max_throughput_energy_j covers one GPU per stage, cluster_energy_j every "
-             "GPU of the job; wrote {}/compare.csv, compare.json)\n",
-             provenance_note(evaluator), dir.string());
-  return 0;
-}
-
 int run_compare(CompareFlags& flags) {
   auto mode = search::parse_search_mode(flags.mode);
   if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
@@ -145,8 +85,6 @@ int run_compare(CompareFlags& flags) {
   options.search.budget = flags.budget;
   options.search.seed = flags.seed;
 
-  if (pipeline::splits_backward(options.schedule)) return compare_zero_bubble(flags, jobs, evaluator, options);
-
   std::string csv = "config,method,max_throughput_time_s,max_throughput_energy_j,iso_time_energy_reduction_pct,"
                     "iso_energy_time_reduction_pct,cluster_gpus,cluster_energy_j\n";
   std::string straggler_csv = "config,method,slowdown,iteration_time_s,others_time_s,cluster_gpus,cluster_energy_j,"
@@ -157,7 +95,7 @@ int run_compare(CompareFlags& flags) {
   std::vector<std::string> notes;  // per config: methods left out, and the reference of the iso figures
   for (const planner::Job& job : jobs) {
     spdlog::info("{}: running the four methods", job.name);
-    report_sample_use(evaluator, planner::job_partitions(job));
+    report_sample_use(evaluator, planner::job_partitions(job, options.schedule));
     // Every method the evaluator can cost; a table may lack a baseline's knobs (the Kareus
     // artifact never measures the sequential one), and then the method is left out, with why.
     std::vector<planner::MethodResult> results;
@@ -191,7 +129,9 @@ int run_compare(CompareFlags& flags) {
     const planner::ClusterShape shape{.pipelines = job.parallel.dp,
                                       .gpus_per_stage = job.parallel.tp * job.parallel.cp,
                                       .stages = job.parallel.pp,
-                                      .p_blocking_w = results.front().p_static_w};
+                                      .p_blocking_w = results.empty()
+                                                          ? options.p_static_w.value_or(evaluator.gpu().static_power_w)
+                                                          : results.front().p_static_w};
     const std::string cluster_scope =
         fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration", shape.gpus(),
                     job.parallel.tp, job.parallel.cp, job.parallel.pp, job.parallel.dp);
@@ -254,6 +194,7 @@ int run_compare(CompareFlags& flags) {
       series.push_back({std::string(planner::to_string(r.method)), points, points.size() == 1});
     }
     report["configs"].push_back(std::move(config));
+    if (series.empty()) continue;  // every method left out: nothing to plot
     std::string svg = report::render_svg(
         series, {fmt::format("{} ({})", job.name, plan::energy_scope_for(job.parallel.pp)), "iteration time (s)",
                  "iteration energy (J)"});
@@ -290,7 +231,8 @@ Action register_compare(CLI::App& app) {
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
   cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
+                  "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1 "
+                  "(zero bubble H1: B and W planned with clocks of their own)")
       ->capture_default_str();
   cmd->add_option("--virtual-stages", flags->virtual_stages,
                   "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")

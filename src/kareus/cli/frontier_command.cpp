@@ -49,12 +49,6 @@ int run_frontier(const FrontierFlags& flags) {
   if (!schedule_kind) {
     throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
   }
-  if (pipeline::splits_backward(*schedule_kind)) {
-    throw InputError({"", 0, 0, "--schedule"},
-                     fmt::format("{} splits the backward into B and W, which need options of their own; a "
-                                 "Perseus profile has forward and backward only",
-                                 flags.schedule));
-  }
   auto cost_model = pipeline::parse_cost_model_kind(flags.cost_model);
   if (!cost_model) throw InputError({"", 0, 0, "--cost-model"}, "expected hull or exponential");
   if (flags.stages < 1) throw InputError({"", 0, 0, "--stages"}, "must be at least 1");
@@ -65,6 +59,14 @@ int run_frontier(const FrontierFlags& flags) {
   if (!(flags.local_search_budget >= 0)) throw InputError({"", 0, 0, "--local-search-budget"}, "must be at least 0");
 
   pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
+  // A profile measures what its rows name; B and W are not split from a whole backward by any rule.
+  if (pipeline::splits_backward(*schedule_kind) && !table.splits_backward()) {
+    throw InputError({flags.profile, 0, 0, "instruction"},
+                     fmt::format("{} splits each backward into B and W, which need rows of their own (instruction "
+                                 "backward_input and backward_weight, every stage); a Perseus profile measures "
+                                 "forward and backward only (kareus plan --schedule {} builds B and W from the workload)",
+                                 flags.schedule, flags.schedule));
+  }
   std::optional<pipeline::PipelineSchedule> made;
   try {
     made = pipeline::PipelineSchedule::make(*schedule_kind, flags.stages, flags.microbatches, flags.virtual_stages);
@@ -177,7 +179,8 @@ Action register_frontier(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "frontier", "Iteration time-energy frontier of a per-stage option table (Perseus profile format)");
   cmd->add_option("--profile", flags->profile,
-                  "CSV with columns stage,instruction,frequency,time,energy (s, J, per GPU); "
+                  "CSV with columns stage,instruction,frequency,time,energy (s, J, per GPU; instruction forward, "
+                  "backward, or for zb-h1 also backward_input and backward_weight); "
                   "further columns are carried as the option's knob")
       ->required();
   cmd->add_option("--stages", flags->stages, "Number of pipeline stages S")->required();
@@ -186,7 +189,8 @@ Action register_frontier(CLI::App& app) {
                   "Power (W) of a GPU blocked on communication; idle time is charged at it")
       ->required();
   cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
+                  "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1 "
+                  "(needs backward_input and backward_weight rows)")
       ->capture_default_str();
   cmd->add_option("--virtual-stages", flags->virtual_stages,
                   "Model chunks per stage for --schedule interleaved; each runs the profile's stage "

@@ -50,7 +50,6 @@ int run_plan(PlanFlags& flags) {
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel, flags.noise);
-  report_sample_use(evaluator, planner::job_partitions(job));
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
@@ -58,8 +57,14 @@ int run_plan(PlanFlags& flags) {
   if (!schedule) {
     throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
   }
+  report_sample_use(evaluator, planner::job_partitions(job, *schedule));
   options.schedule = *schedule;
   options.virtual_stages = flags.virtual_stages;
+  if (!flags.stage_options.empty() && flags.virtual_stages > 1) {
+    throw InputError({"", 0, 0, "--stage-options"},
+                     "the profile format has one row set per stage; an interleaved plan's chunks have options of "
+                     "their own (the embedding in the first, the LM head in the last), which it cannot hold");
+  }
   options.unit_time_s = flags.unit_time_s;
   options.search.mode = *mode;
   options.search.budget = flags.budget;
@@ -132,9 +137,9 @@ int run_plan(PlanFlags& flags) {
     // The composed table in the profile format `kareus frontier --profile` reads (knobs left out).
     std::string table = "stage,instruction,frequency,time,energy\n";
     for (int stage = 0; stage < kareus.table.num_stages(); ++stage) {
-      for (auto type : {pipeline::InstructionType::kForward, pipeline::InstructionType::kBackward}) {
-        for (const pipeline::StageOption& o : kareus.table.at(stage, type)) {
-          table += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, pipeline::to_string(type), o.freq_mhz,
+      for (pipeline::OptionSlot slot : pipeline::kAllOptionSlots) {  // with zb-h1 also B and W
+        for (const pipeline::StageOption& o : kareus.table.at(stage, slot)) {
+          table += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, pipeline::to_string(slot), o.freq_mhz,
                                o.time_s, o.energy_j);
         }
       }
@@ -176,7 +181,8 @@ Action register_plan(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
   cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
+                  "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1 "
+                  "(zero bubble H1: B and W planned with clocks of their own)")
       ->capture_default_str();
   cmd->add_option("--virtual-stages", flags->virtual_stages,
                   "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")
@@ -188,7 +194,8 @@ Action register_plan(CLI::App& app) {
   cmd->add_option("--unit-time", flags->unit_time_s, "Frontier solver time unit in seconds")->capture_default_str();
   cmd->add_option("--stage-options", flags->stage_options,
                   "Also write the composed stage option table to FILE, in the profile format of "
-                  "`kareus frontier --profile` (P_blocking is summary.json's p_static_w)");
+                  "`kareus frontier --profile` (P_blocking is summary.json's p_static_w; with zb-h1 also "
+                  "backward_input and backward_weight rows; not with --virtual-stages)");
   cmd->add_option("--journal-dir", flags->journal_dir, "Keep each partition's measurements in DIR/<key>.journal.jsonl");
   cmd->add_option("--plans", flags->plans,
                   "How many frontier plans plans.json holds, evenly spaced in the frontier's order, "

@@ -9,6 +9,19 @@
 // followed by the backward. Sums are pruned to their Pareto set in (time, effective energy
 // E − P_static·t) after each key, so the product of per-key choices never materialises.
 //
+// With `virtual_stages` V > 1 (interleaved) each stage's V chunks get options of their own: a chunk
+// runs a V-th of the stage's layers (they must split into whole layers, as the workload splits
+// them), the embedding belongs to the first chunk of the first stage, and the LM head and loss to
+// the last chunk of the last stage.
+//
+// For a zero-bubble schedule (`split_backward`) every stage also gets B and W options. W is the
+// stage's layers' weight-gradient GEMMs (workload/zero_bubble.hpp's `bwd_wgrad` partition, measured
+// per clock; it has no collective, so one option per clock). B is, per clock and knob, the
+// backward's option less W at that clock: the recomputed forward, every collective and every other
+// op stay in B, so B + W is the backward exactly. That takes the weight GEMMs' cost inside an
+// overlapped backward partition to be what they cost alone; where they hid part of a collective, B
+// is that much optimistic. The embedding's and LM head's backwards stay whole in B.
+//
 // The overhead factor scales each instruction's time and energy for the work the partitions do
 // not cover (kernel launch gaps, the optimizer's share, ...): 1.0 by default; the Kareus artifact
 // used 1.15.
@@ -43,11 +56,15 @@ using PartitionPoints = std::map<std::string, std::vector<PartitionPoint>>;
 struct ComposeOptions {
   double p_static_w = 0;
   double overhead_factor = 1.0;
+  bool split_backward = false;  // also B and W options (points must hold workload::kWeightGradientKey)
+  int virtual_stages = 1;       // model chunks per stage, each with options of its own
 };
 
 // The option table of every stage of `parallel` (validated). A clock is offered for an
 // instruction when every key the instruction needs has a point at that clock; an instruction
-// with no such clock is an InputError naming the key and the clocks it lacks.
+// with no such clock is an InputError naming the key and the clocks it lacks; so is, with
+// split_backward, a stage whose backward and W share no clock, and a stage whose layers do not
+// split into the virtual stages.
 pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
                                            const workload::ParallelConfig& parallel,
                                            const PartitionPoints& points, const ComposeOptions& options);
@@ -60,6 +77,6 @@ struct InstructionKeys {
   std::vector<std::string> fixed;      // non-partition work, always sequential
 };
 InstructionKeys instruction_keys(const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
-                                 int stage, pipeline::InstructionType type);
+                                 int stage, pipeline::InstructionType type, int chunk = 0, int chunks = 1);
 
 }  // namespace kareus::compose

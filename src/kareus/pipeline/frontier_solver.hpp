@@ -140,7 +140,7 @@ class FrontierSolver {
   struct Model {
     double unit_time_s = 0;
     double cost_scale = 1e9;                    // integer cost units per joule
-    std::vector<OperationCost> costs;           // per (stage, type)
+    std::vector<OperationCost> costs;           // per (stage, slot) the DAG runs
     std::vector<std::vector<std::int64_t>> slope;  // per cost: round(scale·(c(lo+k) − c(lo+k+1)))
     std::vector<std::span<const Candidate>> candidates_of;  // per node: costs[cost_of_[v]].options()
   };

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 
@@ -15,6 +17,26 @@ std::optional<InstructionType> parse_instruction_type(std::string_view text) {
   if (text == "forward") return InstructionType::kForward;
   if (text == "backward") return InstructionType::kBackward;
   return std::nullopt;
+}
+
+namespace {
+constexpr std::string_view kSlotNames[] = {"forward", "backward", "backward_input", "backward_weight"};
+}  // namespace
+
+std::string_view to_string(OptionSlot slot) { return kSlotNames[static_cast<std::size_t>(slot)]; }
+
+std::optional<OptionSlot> parse_option_slot(std::string_view text) {
+  for (OptionSlot slot : kAllOptionSlots) {
+    if (to_string(slot) == text) return slot;
+  }
+  return std::nullopt;
+}
+
+bool OptionTable::splits_backward() const {
+  return num_stages() > 0 && std::all_of(options.begin(), options.end(), [](const auto& stage) {
+           return !stage[static_cast<std::size_t>(OptionSlot::kBackwardInput)].empty() &&
+                  !stage[static_cast<std::size_t>(OptionSlot::kBackwardWeight)].empty();
+         });
 }
 
 OptionTable read_option_table(const std::filesystem::path& path, int num_stages) {
@@ -41,10 +63,11 @@ OptionTable read_option_table(const std::filesystem::path& path, int num_stages)
                fmt::format("stage {} is outside 0..{} (--stages {})", stage, num_stages - 1,
                            num_stages));
     }
-    auto type = parse_instruction_type(csv.text(row, type_col));
-    if (!type) {
+    auto slot = parse_option_slot(csv.text(row, type_col));
+    if (!slot) {
       csv.fail(row, type_col,
-               fmt::format("'{}' is not an instruction (forward or backward)", csv.text(row, type_col)));
+               fmt::format("'{}' is not an instruction (forward, backward, backward_input or backward_weight)",
+                           csv.text(row, type_col)));
     }
     StageOption option;
     option.freq_mhz = csv.positive(row, freq_col);
@@ -54,7 +77,7 @@ OptionTable read_option_table(const std::filesystem::path& path, int num_stages)
       option.knob = nlohmann::json::object();
       for (std::size_t c : knob_cols) option.knob[csv.header()[c]] = csv.text(row, c);
     }
-    table.at(static_cast<int>(stage), *type).push_back(std::move(option));
+    table.at(static_cast<int>(stage), *slot).push_back(std::move(option));
   }
   validate_option_table(table, path.string());
   return table;
@@ -62,10 +85,19 @@ OptionTable read_option_table(const std::filesystem::path& path, int num_stages)
 
 void validate_option_table(const OptionTable& table, const std::string& source) {
   for (int stage = 0; stage < table.num_stages(); ++stage) {
-    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      if (table.at(stage, type).empty()) {
+    for (int chunk = 0; chunk < table.chunks; ++chunk) {
+      const std::string where = table.chunks > 1 ? fmt::format("stage {} chunk {}", stage, chunk) : fmt::format("stage {}", stage);
+      for (OptionSlot slot : {OptionSlot::kForward, OptionSlot::kBackward}) {
+        if (table.at(stage, chunk, slot).empty()) {
+          throw InputError({source, 0, 0, "instruction"}, fmt::format("{} has no {} options", where, to_string(slot)));
+        }
+      }
+      const bool b = !table.at(stage, chunk, OptionSlot::kBackwardInput).empty();
+      const bool w = !table.at(stage, chunk, OptionSlot::kBackwardWeight).empty();
+      if (b != w) {
         throw InputError({source, 0, 0, "instruction"},
-                         fmt::format("stage {} has no {} options", stage, to_string(type)));
+                         fmt::format("{} has {} options but no {} options: a backward splits into both", where,
+                                     b ? "backward_input" : "backward_weight", b ? "backward_weight" : "backward_input"));
       }
     }
   }

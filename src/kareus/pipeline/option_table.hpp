@@ -1,8 +1,12 @@
-// The pipeline solver's input: per (stage, instruction type) the discrete execution options, each a
-// measured or modelled (time, energy) per GPU with the knob that produces it.
+// The pipeline solver's input: per (stage, slot) the discrete execution options, each a measured or
+// modelled (time, energy) per GPU with the knob that produces it. A slot is what an instruction
+// runs: a forward, a whole backward, or, in a zero-bubble schedule, a backward's input-gradient
+// half B (`backward_input`) or weight-gradient half W (`backward_weight`), each with its own options
+// and so its own clock. Tables for schedules without the split leave B and W empty.
 //
 // Read from the Perseus profile format `stage,instruction,frequency,time,energy` (seconds, joules);
-// any further columns are carried, as strings, in the option's opaque knob.
+// any further columns are carried, as strings, in the option's opaque knob. `instruction` names a
+// slot; Perseus's own profiles measure forward and backward only.
 //
 // Example:
 //   OptionTable table = read_option_table("gpt3.csv", /*num_stages=*/8);
@@ -10,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,12 +22,26 @@
 #include <string_view>
 #include <vector>
 
+#include "kareus/core/error.hpp"
+
 namespace kareus::pipeline {
 
 enum class InstructionType : std::uint8_t { kForward = 0, kBackward = 1 };
 
 std::string_view to_string(InstructionType type);
 std::optional<InstructionType> parse_instruction_type(std::string_view text);
+
+// The option set an instruction draws from (schedule.hpp's option_slot maps an instruction to it).
+enum class OptionSlot : std::uint8_t { kForward = 0, kBackward = 1, kBackwardInput = 2, kBackwardWeight = 3 };
+inline constexpr std::size_t kNumOptionSlots = 4;
+inline constexpr OptionSlot kAllOptionSlots[] = {OptionSlot::kForward, OptionSlot::kBackward,
+                                                 OptionSlot::kBackwardInput, OptionSlot::kBackwardWeight};
+constexpr OptionSlot option_slot(InstructionType type) {
+  return type == InstructionType::kForward ? OptionSlot::kForward : OptionSlot::kBackward;
+}
+// "forward", "backward", "backward_input", "backward_weight": the plan format's instruction types.
+std::string_view to_string(OptionSlot slot);
+std::optional<OptionSlot> parse_option_slot(std::string_view text);
 
 struct StageOption {
   double freq_mhz = 0;
@@ -34,22 +53,42 @@ struct StageOption {
 };
 
 struct OptionTable {
-  // options[stage][type], type indexed by InstructionType.
-  std::vector<std::array<std::vector<StageOption>, 2>> options;
+  // options[stage · chunks + chunk][slot], slot indexed by OptionSlot.
+  std::vector<std::array<std::vector<StageOption>, kNumOptionSlots>> options;
+  // Model chunks per stage (an interleaved schedule's V), each with options of its own.
+  int chunks = 1;
 
-  int num_stages() const { return static_cast<int>(options.size()); }
-  const std::vector<StageOption>& at(int stage, InstructionType type) const {
-    return options.at(static_cast<std::size_t>(stage))[static_cast<std::size_t>(type)];
+  int num_stages() const { return static_cast<int>(options.size()) / chunks; }
+  const std::vector<StageOption>& at(int stage, int chunk, OptionSlot slot) const {
+    return options.at(index(stage, chunk))[static_cast<std::size_t>(slot)];
   }
-  std::vector<StageOption>& at(int stage, InstructionType type) {
-    return options.at(static_cast<std::size_t>(stage))[static_cast<std::size_t>(type)];
+  std::vector<StageOption>& at(int stage, int chunk, OptionSlot slot) {
+    return options.at(index(stage, chunk))[static_cast<std::size_t>(slot)];
+  }
+  // A table of one chunk per stage.
+  const std::vector<StageOption>& at(int stage, OptionSlot slot) const { return at(stage, single_chunk(), slot); }
+  std::vector<StageOption>& at(int stage, OptionSlot slot) { return at(stage, single_chunk(), slot); }
+  const std::vector<StageOption>& at(int stage, InstructionType type) const { return at(stage, option_slot(type)); }
+  std::vector<StageOption>& at(int stage, InstructionType type) { return at(stage, option_slot(type)); }
+  // True when every stage has B and W options (what a zero-bubble schedule needs).
+  bool splits_backward() const;
+
+ private:
+  std::size_t index(int stage, int chunk) const {
+    KAREUS_CHECK(chunk >= 0 && chunk < chunks, "chunk outside the option table");
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(chunks) + static_cast<std::size_t>(chunk);
+  }
+  int single_chunk() const {
+    KAREUS_CHECK(chunks == 1, "a per-stage lookup on an option table with chunks");
+    return 0;
   }
 };
 
 // Reads a Perseus-format profile for a pipeline of `num_stages` stages. Throws InputError naming
 // file, line and field on: a missing path, an empty file, missing required columns, non-numeric or
 // non-finite fields, non-positive time, energy or frequency, an unknown instruction, a stage outside
-// 0..num_stages-1, or a stage without forward or backward options.
+// 0..num_stages-1, or a stage without forward or backward options. Rows of backward_input and
+// backward_weight fill B and W; a stage with one of them needs the other.
 OptionTable read_option_table(const std::filesystem::path& path, int num_stages);
 
 // Checks the table is complete for `num_stages` stages; throws InputError naming `source`.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "kareus/core/error.hpp"
@@ -13,8 +14,33 @@
 namespace kareus::pipeline {
 namespace {
 
-std::size_t cost_index(const Instruction& ins) {
-  return static_cast<std::size_t>(ins.stage) * 2 + static_cast<std::size_t>(ins.type);
+// An operation: what a set of instructions shares options and a cost model for.
+struct Operation {
+  int stage = 0, chunk = 0;
+  OptionSlot slot = OptionSlot::kForward;
+  bool operator==(const Operation&) const = default;
+};
+
+// The (stage, chunk, slot) operations the DAG runs, stage-major, then chunk, then slot: a model has
+// one cost per operation, so a schedule without B and W needs no options for them.
+std::vector<Operation> operations(const InstructionDag& dag, int num_stages, int chunks) {
+  auto at = [&](int stage, int chunk) { return static_cast<std::size_t>(stage * chunks + chunk); };
+  std::vector<std::array<bool, kNumOptionSlots>> used(static_cast<std::size_t>(num_stages * chunks));
+  for (const Instruction& ins : dag.instructions()) used.at(at(ins.stage, ins.chunk))[static_cast<std::size_t>(option_slot(ins))] = true;
+  std::vector<Operation> out;
+  for (int stage = 0; stage < num_stages; ++stage) {
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      for (OptionSlot slot : kAllOptionSlots) {
+        if (used[at(stage, chunk)][static_cast<std::size_t>(slot)]) out.push_back({stage, chunk, slot});
+      }
+    }
+  }
+  return out;
+}
+
+std::string operation_name(const Operation& op, int chunks) {
+  return chunks > 1 ? fmt::format("stage {} chunk {} {}", op.stage, op.chunk, to_string(op.slot))
+                    : fmt::format("stage {} {}", op.stage, to_string(op.slot));
 }
 
 // The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
@@ -45,14 +71,26 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
     throw InputError(fmt::format("the option table has {} stages but the schedule {}",
                                  table.num_stages(), schedule.num_stages()));
   }
-  for (int stage = 0; stage < table.num_stages(); ++stage) {
-    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      if (table.at(stage, type).size() > 65535) {
-        throw InputError(fmt::format("stage {} {} has more than 65535 options", stage, to_string(type)));
-      }
+  if (table.chunks != schedule.num_chunks()) {
+    throw InputError(fmt::format("the option table has {} chunks per stage but the schedule {}", table.chunks,
+                                 schedule.num_chunks()));
+  }
+  const auto ops = operations(dag_, table.num_stages(), table.chunks);
+  for (const Operation& op : ops) {
+    const auto& op_options = table.at(op.stage, op.chunk, op.slot);
+    if (op_options.size() > 65535) {
+      throw InputError(fmt::format("{} has more than 65535 options", operation_name(op, table.chunks)));
+    }
+    if (op_options.empty()) {
+      throw InputError(fmt::format("{} has no options; {} splits each backward into B and W, which need "
+                                   "options of their own",
+                                   operation_name(op, table.chunks), to_string(schedule.kind())));
     }
   }
-  for (const Instruction& ins : dag_.instructions()) cost_of_.push_back(cost_index(ins));
+  for (const Instruction& ins : dag_.instructions()) {
+    const Operation op{ins.stage, ins.chunk, option_slot(ins)};
+    cost_of_.push_back(static_cast<std::size_t>(std::find(ops.begin(), ops.end(), op) - ops.begin()));
+  }
   build_model(options.unit_time_s);
   first_model_ = &models_.front();
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
@@ -68,11 +106,9 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
 void FrontierSolver::build_model(double unit_time_s) {
   Model& m = models_.emplace_back();
   m.unit_time_s = unit_time_s;
-  for (int stage = 0; stage < table_.num_stages(); ++stage) {
-    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      m.costs.emplace_back(table_.at(stage, type), options_.p_blocking_w, unit_time_s, options_.cost_model,
-                           fmt::format("stage {} {}", stage, to_string(type)));
-    }
+  for (const Operation& op : operations(dag_, table_.num_stages(), table_.chunks)) {
+    m.costs.emplace_back(table_.at(op.stage, op.chunk, op.slot), options_.p_blocking_w, unit_time_s,
+                         options_.cost_model, operation_name(op, table_.chunks));
   }
   double total_range_j = 0;
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {

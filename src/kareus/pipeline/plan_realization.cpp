@@ -54,7 +54,7 @@ TimeEnergy evaluate_assignment(const OptionTable& table, const InstructionDag& d
   double sum_energy = 0, sum_time = 0;
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const Instruction& ins = dag.instruction(v);
-    const StageOption& o = table.at(ins.stage, ins.type).at(assignment[v]);
+    const StageOption& o = options_of(table, ins).at(assignment[v]);
     time[v] = o.time_s;
     sum_energy += o.energy_j;
     sum_time += o.time_s;

@@ -105,17 +105,23 @@ std::string_view schedule_kind_names() { return "1f1b, gpipe, interleaved, zb-h1
 
 bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::kZeroBubbleH1; }
 
-OptionTable chunk_option_table(OptionTable table, int virtual_stages) {
+OptionTable chunk_option_table(const OptionTable& table, int virtual_stages) {
   KAREUS_CHECK(virtual_stages >= 1, "virtual stages must be at least 1");
-  for (auto& per_type : table.options) {
-    for (auto& options : per_type) {
-      for (StageOption& o : options) {
-        o.time_s /= virtual_stages;
-        o.energy_j /= virtual_stages;
+  KAREUS_CHECK(table.chunks == 1, "the table already has chunks");
+  OptionTable out;
+  out.chunks = virtual_stages;
+  for (const auto& stage : table.options) {
+    for (int chunk = 0; chunk < virtual_stages; ++chunk) {
+      auto& per_slot = out.options.emplace_back(stage);
+      for (auto& options : per_slot) {
+        for (StageOption& o : options) {
+          o.time_s /= virtual_stages;
+          o.energy_j /= virtual_stages;
+        }
       }
     }
   }
-  return table;
+  return out;
 }
 
 std::size_t PipelineSchedule::num_instructions() const {

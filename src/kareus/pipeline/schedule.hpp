@@ -42,6 +42,17 @@ struct Instruction {
   bool operator==(const Instruction&) const = default;
 };
 
+// The option set an instruction draws from: forward, whole backward, or its B or W.
+constexpr OptionSlot option_slot(const Instruction& ins) {
+  if (ins.type == InstructionType::kForward) return OptionSlot::kForward;
+  switch (ins.part) {
+    case BackwardPart::kInputGradient: return OptionSlot::kBackwardInput;
+    case BackwardPart::kWeightGradient: return OptionSlot::kBackwardWeight;
+    case BackwardPart::kWhole: break;
+  }
+  return OptionSlot::kBackward;
+}
+
 class PipelineSchedule {
  public:
   // 1F1B as Perseus and Merak order it: stage s runs min(S-s-1, M) warm-up forwards, then
@@ -81,9 +92,15 @@ class PipelineSchedule {
   std::vector<std::vector<Instruction>> order_;
 };
 
-// The options of one chunk when each stage's layers are split evenly into `virtual_stages` chunks:
-// every option's time and energy divided by V (the stage's non-layer work, embedding or LM head,
-// spread over its chunks too). The solver gives every chunk of a GPU the same options.
-OptionTable chunk_option_table(OptionTable table, int virtual_stages);
+// The options an instruction draws from: its stage's, chunk's and slot's.
+inline const std::vector<StageOption>& options_of(const OptionTable& table, const Instruction& ins) {
+  return table.at(ins.stage, ins.chunk, option_slot(ins));
+}
+
+// A table of `virtual_stages` chunks per stage from one of whole stages (a profile that measures
+// whole stages, as Perseus's do): every chunk gets the stage's options with time and energy divided
+// by V. The profile does not say how much of a stage is its embedding or LM head, so they are
+// spread over its chunks too; compose, which knows, gives each chunk its own (compose.hpp).
+OptionTable chunk_option_table(const OptionTable& table, int virtual_stages);
 
 }  // namespace kareus::pipeline

@@ -13,13 +13,16 @@
 namespace kareus::plan {
 namespace {
 
+// Per stage, (instruction, MHz) in run order; the instruction by its plan type (B and W by theirs).
 std::string frequency_lists(const Plan& plan) {
   std::string out = "[\n";
   for (const auto& stage : plan.stages) {
     out += "    [";
     for (std::size_t k = 0; k < stage.size(); ++k) {
-      out += fmt::format("{}('{}', {})", k ? ", " : "", pipeline::to_string(stage[k].type),
-                         static_cast<long>(std::lround(stage[k].freq_mhz)));
+      const PlannedInstruction& ins = stage[k];
+      const pipeline::OptionSlot slot = pipeline::option_slot({0, ins.type, ins.microbatch, ins.chunk, ins.part});
+      out += fmt::format("{}('{}', {})", k ? ", " : "", pipeline::to_string(slot),
+                         static_cast<long>(std::lround(ins.freq_mhz)));
     }
     out += "],\n";
   }
@@ -111,9 +114,21 @@ std::string tuple_of(std::string_view name, std::initializer_list<std::span<cons
   return out + ")";
 }
 
+// The artifact's scheduler runs 1F1B: its grammar has no model chunk and no B/W split.
+void require_one_f_one_b(const Plan& plan) {
+  if (plan.schedule == pipeline::ScheduleKind::k1F1B) return;
+  throw InputError({"", 0, 0, "schedule"},
+                   fmt::format("the Kareus artifact's schedule runs 1F1B only (forward and backward per microbatch, "
+                               "no model chunks, no B/W split), and this plan is {}; export it as zeus-pfo",
+                               pipeline::to_string(plan.schedule)));
+}
+
 }  // namespace
 
-std::string kareus_artifact_freqs(const Plan& plan) { return frequency_lists(plan); }
+std::string kareus_artifact_freqs(const Plan& plan) {
+  require_one_f_one_b(plan);
+  return frequency_lists(plan);
+}
 
 std::string zeus_pfo_schedule(const Plan& plan) { return frequency_lists(plan); }
 
@@ -153,6 +168,7 @@ ArtifactLayout artifact_layout(const Plan& plan) {
 }
 
 std::string kareus_artifact_scheds(const Plan& plan) {
+  require_one_f_one_b(plan);
   const ArtifactLayout layout = artifact_layout(plan);
   const auto forward = artifact_forward_fields(layout.context_parallel);
   const auto backward = artifact_backward_fields(layout.context_parallel);

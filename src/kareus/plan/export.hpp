@@ -12,8 +12,13 @@
 //   Each field is a collective's config string `<slot>-none-<SMs>-1024` (core/artifact_format.hpp:
 //   slots in the artifact's names, e.g. activation_0 for our act_0), placed by partition key, not
 //   by the order of the knob's list.
+//   Its scheduler runs 1F1B only: a plan of another schedule (interleaved, zb-h1, gpipe) is refused
+//   in one line.
 // - zeus-pfo: the frequency schedule Zeus's PointSolution scheduler serves (a Python literal: per
-//   stage, a list of (instruction, MHz)).
+//   stage, a list of (instruction, MHz)). Zeus's client (PipelineFrequencyOptimizer) takes the next
+//   pair at each on_instruction_begin(name) and checks the name, nothing else; so every schedule
+//   exports: interleaved as its run order (a chunk is only the position), zb-h1 with B and W named
+//   'backward_input' and 'backward_weight', the names its training loop must pass.
 //
 // A plan's instruction knob, when it has per-partition settings, is either ours:
 //   {"partitions": [{"key": "fwd_attn", "sms": 12, "slot": "linear_1"}, ...],
@@ -42,6 +47,7 @@ struct ArtifactLayout {
 };
 ArtifactLayout artifact_layout(const Plan& plan);
 
+// Both: InputError on a plan whose schedule is not 1F1B.
 std::string kareus_artifact_freqs(const Plan& plan);
 // InputError naming stages[s].instructions[k] when an instruction lacks partition knobs or a
 // field the artifact's tuple needs.

@@ -35,7 +35,7 @@ Plan make_plan(const pipeline::OptionTable& table, const pipeline::InstructionDa
   plan.stages.resize(static_cast<std::size_t>(plan.num_stages));
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const pipeline::Instruction& ins = dag.instruction(v);
-    const pipeline::StageOption& o = table.at(ins.stage, ins.type).at(point.assignment[v]);
+    const pipeline::StageOption& o = pipeline::options_of(table, ins).at(point.assignment[v]);
     plan.virtual_stages = std::max(plan.virtual_stages, ins.chunk + 1);
     plan.stages[static_cast<std::size_t>(ins.stage)].push_back(
         {ins.type, ins.microbatch, o.freq_mhz, o.knob, o.time_s, o.energy_j, ins.chunk, ins.part});

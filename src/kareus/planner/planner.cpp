@@ -7,6 +7,7 @@
 #include <map>
 
 #include "kareus/core/error.hpp"
+#include "kareus/workload/zero_bubble.hpp"
 
 namespace kareus::planner {
 namespace {
@@ -95,8 +96,8 @@ std::optional<std::vector<std::uint16_t>> dominating_assignment(const pipeline::
   std::vector<std::uint16_t> mapped(assignment.size());
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const auto& ins = dag.instruction(v);
-    const pipeline::StageOption& o = from.at(ins.stage, ins.type).at(assignment[v]);
-    const auto& candidates = to.at(ins.stage, ins.type);
+    const pipeline::StageOption& o = pipeline::options_of(from, ins).at(assignment[v]);
+    const auto& candidates = pipeline::options_of(to, ins);
     std::optional<std::size_t> best;
     double best_effective = 0;
     for (std::size_t k = 0; k < candidates.size(); ++k) {
@@ -140,13 +141,19 @@ std::vector<workload::Partition> job_partitions(const Job& job) {
   return partitions;
 }
 
+std::vector<workload::Partition> job_partitions(const Job& job, pipeline::ScheduleKind schedule) {
+  std::vector<workload::Partition> partitions = job_partitions(job);
+  if (pipeline::splits_backward(schedule)) partitions.push_back(workload::weight_gradient_partition(job.model, job.parallel));
+  return partitions;
+}
+
 std::vector<double> method_clocks_mhz(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                       const PlannerOptions& options) {
   std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
   if (method == Method::kKareus) return clocks;
   if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
   std::vector<bool> all(clocks.size(), true);
-  for (const workload::Partition& p : job_partitions(job)) {
+  for (const workload::Partition& p : job_partitions(job, options.schedule)) {
     const std::vector<bool> held = baseline_knob_held(method, p, evaluator, options.search.grid, clocks);
     for (std::size_t c = 0; c < clocks.size(); ++c) all[c] = all[c] && held[c];
   }
@@ -159,13 +166,23 @@ std::vector<double> method_clocks_mhz(Method method, const Job& job, const evalu
 
 std::optional<std::string> unsupported_reason(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                               const PlannerOptions& options) {
-  if (method == Method::kKareus || !method_clocks_mhz(method, job, evaluator, options).empty()) return std::nullopt;
   std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  if (method == Method::kKareus) {
+    // Kareus plans from whatever a table holds, but a zero-bubble W has only its clock to choose.
+    if (!pipeline::splits_backward(options.schedule)) return std::nullopt;
+    const workload::Partition weights = workload::weight_gradient_partition(job.model, job.parallel);
+    const std::vector<bool> held = baseline_knob_held(Method::kPerseus, weights, evaluator, options.search.grid, clocks);
+    if (std::find(held.begin(), held.end(), true) != held.end()) return std::nullopt;
+    return fmt::format("{} holds no measurement of {} (the weight-gradient GEMMs {}'s W instructions run) at any "
+                       "clock of the grid",
+                       evaluator.name(), weights.key, pipeline::to_string(options.schedule));
+  }
+  if (!method_clocks_mhz(method, job, evaluator, options).empty()) return std::nullopt;
   if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
   // The partitions that lack the knob at every clock, or else those that lack it somewhere.
   std::vector<std::string> never, somewhere;
   bool any_sequential = false;
-  for (const workload::Partition& p : job_partitions(job)) {
+  for (const workload::Partition& p : job_partitions(job, options.schedule)) {
     const std::vector<bool> held = baseline_knob_held(method, p, evaluator, options.search.grid, clocks);
     const auto count = std::count(held.begin(), held.end(), true);
     if (count == 0) never.push_back(p.key);
@@ -205,7 +222,7 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
   result.unit_time_s = options.unit_time_s;
   const std::int64_t calls_before = evaluator.calls(), failures_before = evaluator.failures();
-  const std::vector<workload::Partition> partitions = job_partitions(job);
+  const std::vector<workload::Partition> partitions = job_partitions(job, options.schedule);
   const std::vector<double> clocks = method_clocks_mhz(method, job, evaluator, options);
   if (clocks.empty()) {
     throw InputError({"", 0, 0, "--evaluator"},
@@ -254,9 +271,11 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     }
   }
 
-  result.table = pipeline::chunk_option_table(
-      compose::compose_option_table(job.model, job.parallel, points, {result.p_static_w, options.overhead_factor}),
-      result.virtual_stages);
+  result.table = compose::compose_option_table(job.model, job.parallel, points,
+                                               {.p_static_w = result.p_static_w,
+                                                .overhead_factor = options.overhead_factor,
+                                                .split_backward = pipeline::splits_backward(result.schedule),
+                                                .virtual_stages = result.virtual_stages});
   auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
                                                    result.virtual_stages);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
@@ -303,12 +322,6 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
 
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options) {
-  if (pipeline::splits_backward(options.schedule)) {
-    throw InputError({"", 0, 0, "--schedule"},
-                     fmt::format("{} splits each backward into B and W, whose options the frontier solver does not "
-                                 "read yet (it takes forward and backward options per stage)",
-                                 pipeline::to_string(options.schedule)));
-  }
   // Checked before any measurement: the schedule itself, then whole layers per chunk.
   try {
     (void)pipeline::PipelineSchedule::make(options.schedule, job.parallel.pp, job.parallel.microbatches,
@@ -321,6 +334,11 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
       throw InputError({"", 0, 0, "--virtual-stages"},
                        fmt::format("stage {} holds {} layers, which do not split into {} chunks of whole layers", s,
                                    job.parallel.layers_per_stage[s], options.virtual_stages));
+    }
+  }
+  if (method == Method::kKareus) {
+    if (auto reason = unsupported_reason(method, job, evaluator, options)) {
+      throw InputError({"", 0, 0, "--evaluator"}, fmt::format("Kareus cannot run: {}", *reason));
     }
   }
   MeasurementCache cache;

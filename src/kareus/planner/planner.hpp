@@ -49,7 +49,8 @@ struct PlannerOptions {
   double overhead_factor = 1.0;      // see compose.hpp
   double unit_time_s = 1e-3;
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
-  // chunk's instruction a 1/V share of the stage's (so a stage's layers must divide by V).
+  // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,
+  // the LM head in the last), so a stage's layers must divide by V.
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
   int virtual_stages = 1;
   search::PartitionSearchOptions search;      // Kareus's per-partition search
@@ -71,16 +72,19 @@ struct MethodResult {
   std::vector<TimeEnergy> points() const;
 };
 
-// All partitions the job runs: layer partitions, then the non-partition work of every stage.
+// All partitions the job runs: layer partitions, then the non-partition work of every stage; with
+// a schedule that splits the backward (zb-h1), then W's weight-gradient partition (bwd_wgrad).
 std::vector<workload::Partition> job_partitions(const Job& job);
+std::vector<workload::Partition> job_partitions(const Job& job, pipeline::ScheduleKind schedule);
 
 // A baseline runs at the grid's clocks; on an evaluator that holds a finite set of knobs (a table,
 // such as the Kareus artifact's profiling tree) at those of them where it holds the baseline's knob
 // of every partition. Kareus runs on any evaluator, from what it can cost, and takes in the plans
 // of every baseline that can run.
-// Throws InputError with unsupported_reason() when `method` cannot run on the evaluator.
-// Throws InputError for a schedule the solver cannot plan yet (zb-h1: its W instructions need
-// options of their own) or layers that do not split into the virtual stages.
+// With zb-h1 every method plans B and W as instructions of their own (compose.hpp says how their
+// options are built), each with its own clock.
+// Throws InputError with unsupported_reason() when `method` cannot run on the evaluator, or for
+// layers that do not split into the virtual stages.
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options);
 
@@ -91,7 +95,8 @@ pipeline::OptionTable baseline_option_table(Method method, const Job& job, const
                                             const PlannerOptions& options);
 // Why `method` cannot run on `evaluator` for `job`, e.g. "the table holds no sequential knob
 // (collective after the compute) of fwd_attn, fwd_mlp at any clock of the grid; the Kareus
-// artifact never measures it"; nullopt when it can. Only a table can lack a knob.
+// artifact never measures it"; nullopt when it can. Only a table can lack a knob. Kareus runs on
+// any table, except with zb-h1 on one without W's weight-gradient GEMMs (bwd_wgrad) at any clock.
 std::optional<std::string> unsupported_reason(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                               const PlannerOptions& options);
 // The clocks a baseline runs at (see run_method); empty when it cannot run. All the grid's for Kareus.

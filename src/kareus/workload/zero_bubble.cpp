@@ -46,4 +46,14 @@ SplitBackward split_backward(const LayerOps& layer) {
   return split;
 }
 
+Partition weight_gradient_partition(const ModelSpec& model, const ParallelConfig& parallel) {
+  Partition weights;
+  weights.key = std::string(kWeightGradientKey);
+  weights.pass = Pass::kBackward;
+  weights.ops = split_backward(layer_ops(model, parallel)).weight_gradient;
+  weights.count = 2;
+  weights.per_layer = true;
+  return weights;
+}
+
 }  // namespace kareus::workload

@@ -5,15 +5,21 @@
 // The input-gradient GEMM has the forward GEMM's shape, so it takes that GEMM's FLOPs and bytes;
 // the weight-gradient GEMM the rest (so B + W is the backward exactly).
 //
+// W is planned as its own partition (`bwd_wgrad`): one nanobatch's weight-gradient GEMMs of a layer,
+// run by both nanobatches, with no collective (so only a clock to choose). With full activation
+// checkpointing the recomputed forward precedes B, which needs its activations; W reuses them.
+//
 // Thread-safety: pure functions on values.
 // Example:
 //   SplitBackward s = split_backward(layer_ops(model, parallel));
 //   for (const ComputeOp& w : s.weight_gradient) ...   // GEMMs only, no collective
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "kareus/workload/ops.hpp"
+#include "kareus/workload/partition.hpp"
 
 namespace kareus::workload {
 
@@ -25,5 +31,12 @@ struct SplitBackward {
 // Pairs each backward GEMM `<stem>_bwd` with the forward GEMM named `<stem>` or `<stem>_...`;
 // a backward GEMM without exactly one such partner is an internal error.
 SplitBackward split_backward(const LayerOps& layer);
+
+// The key of the weight-gradient partition.
+inline constexpr std::string_view kWeightGradientKey = "bwd_wgrad";
+
+// A layer's W as a partition: split_backward's weight-gradient GEMMs, count 2 (both nanobatches),
+// per layer, no collective.
+Partition weight_gradient_partition(const ModelSpec& model, const ParallelConfig& parallel);
 
 }  // namespace kareus::workload
