@@ -13,6 +13,7 @@
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
+#include "kareus/cli/schedule_flags.hpp"
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -35,8 +36,7 @@ struct CompareFlags {
   std::uint64_t seed = 0;
   std::string out = "kareus-compare";
   double overhead = 1.0;
-  std::string schedule = "1f1b";
-  int virtual_stages = 1;
+  ScheduleFlags schedule;
   std::vector<double> stragglers;
 };
 
@@ -89,7 +89,7 @@ int compare_zero_bubble(const CompareFlags& flags, const std::vector<planner::Jo
     }
     report["configs"].push_back(
         {{"config", job.name},
-         {"schedule", flags.schedule},
+         {"schedule", flags.schedule.schedule},
          {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
          {"cluster_energy_scope", fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration",
                                               shape.gpus(), job.parallel.tp, job.parallel.cp, job.parallel.pp,
@@ -130,12 +130,8 @@ int run_compare(CompareFlags& flags) {
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, flags.noise);
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
-  const auto schedule = pipeline::parse_schedule_kind(flags.schedule);
-  if (!schedule) {
-    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
-  }
-  options.schedule = *schedule;
-  options.virtual_stages = flags.virtual_stages;
+  options.schedule = schedule_kind(flags.schedule);
+  options.virtual_stages = flags.schedule.virtual_stages;
   for (double slowdown : flags.stragglers) {
     if (!(slowdown >= 1)) {
       throw InputError({"", 0, 0, "--straggler"}, fmt::format("a slowdown must be at least 1, got {}", slowdown));
@@ -144,6 +140,8 @@ int run_compare(CompareFlags& flags) {
   options.search.mode = *mode;
   options.search.budget = flags.budget;
   options.search.seed = flags.seed;
+  // Every job's schedule before the first job runs (with --all, the tenth would fail after nine).
+  for (const planner::Job& job : jobs) planner::check_schedule(job, options);
 
   if (pipeline::splits_backward(options.schedule)) return compare_zero_bubble(flags, jobs, evaluator, options);
 
@@ -196,8 +194,8 @@ int run_compare(CompareFlags& flags) {
         fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration", shape.gpus(),
                     job.parallel.tp, job.parallel.cp, job.parallel.pp, job.parallel.dp);
     nlohmann::json config = {{"config", job.name},
-                             {"schedule", flags.schedule},
-                             {"virtual_stages", flags.virtual_stages},
+                             {"schedule", flags.schedule.schedule},
+                             {"virtual_stages", flags.schedule.virtual_stages},
                              {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
                              {"cluster_energy_scope", cluster_scope},
                              {"reference", reference ? nlohmann::json(reference_name) : nlohmann::json()},
@@ -289,12 +287,7 @@ Action register_compare(CLI::App& app) {
   cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
   cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
-  cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
-      ->capture_default_str();
-  cmd->add_option("--virtual-stages", flags->virtual_stages,
-                  "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")
-      ->capture_default_str();
+  add_schedule_flags(*cmd, flags->schedule);
   cmd->add_option("--overhead", flags->overhead, "Overhead factor (see kareus plan)")->capture_default_str();
   cmd->add_option("--straggler", flags->stragglers,
                   "Slowdowns of one pipeline of the --dp pipelines, e.g. 1.05,1.2: the others wait for it on "

@@ -8,6 +8,7 @@
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
+#include "kareus/cli/schedule_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/planner.hpp"
@@ -29,8 +30,7 @@ struct PlanFlags {
   std::string target = "max-throughput";
   std::string out = "kareus-out";
   double overhead = 1.0;
-  std::string schedule = "1f1b";
-  int virtual_stages = 1;
+  ScheduleFlags schedule;
   double unit_time_s = 1e-3;
   std::string journal_dir;
   std::string stage_options;
@@ -54,12 +54,8 @@ int run_plan(PlanFlags& flags) {
 
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
-  const auto schedule = pipeline::parse_schedule_kind(flags.schedule);
-  if (!schedule) {
-    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
-  }
-  options.schedule = *schedule;
-  options.virtual_stages = flags.virtual_stages;
+  options.schedule = schedule_kind(flags.schedule);
+  options.virtual_stages = flags.schedule.virtual_stages;
   options.unit_time_s = flags.unit_time_s;
   options.search.mode = *mode;
   options.search.budget = flags.budget;
@@ -86,8 +82,8 @@ int run_plan(PlanFlags& flags) {
       {"p_static_w", kareus.p_static_w},
       {"energy_scope", scope},
       {"target", plan::to_string(target)},
-      {"schedule", flags.schedule},
-      {"virtual_stages", flags.virtual_stages},
+      {"schedule", flags.schedule.schedule},
+      {"virtual_stages", flags.schedule.virtual_stages},
       {"time_s", chosen_plan.time_s},
       {"energy_j", chosen_plan.energy_j},
       {"frontier_points", points.size()},
@@ -175,12 +171,7 @@ Action register_plan(CLI::App& app) {
   cmd->add_option("--target", flags->target, "max-throughput, min-energy, deadline:SECONDS or energy:JOULES")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
-  cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe or interleaved (Megatron-LM's, with --virtual-stages)")
-      ->capture_default_str();
-  cmd->add_option("--virtual-stages", flags->virtual_stages,
-                  "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")
-      ->capture_default_str();
+  add_schedule_flags(*cmd, flags->schedule);
   cmd->add_option("--overhead", flags->overhead,
                   "Factor on each instruction's time and energy for work the partitions do not cover "
                   "(the Kareus artifact used 1.15)")

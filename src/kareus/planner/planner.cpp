@@ -301,15 +301,8 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
 
 }  // namespace
 
-MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
-                        const PlannerOptions& options) {
-  if (pipeline::splits_backward(options.schedule)) {
-    throw InputError({"", 0, 0, "--schedule"},
-                     fmt::format("{} splits each backward into B and W, whose options the frontier solver does not "
-                                 "read yet (it takes forward and backward options per stage)",
-                                 pipeline::to_string(options.schedule)));
-  }
-  // Checked before any measurement: the schedule itself, then whole layers per chunk.
+void check_schedule(const Job& job, const PlannerOptions& options) {
+  // The schedule itself, then whole layers per chunk.
   try {
     (void)pipeline::PipelineSchedule::make(options.schedule, job.parallel.pp, job.parallel.microbatches,
                                            options.virtual_stages);
@@ -323,6 +316,17 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
                                    job.parallel.layers_per_stage[s], options.virtual_stages));
     }
   }
+}
+
+MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                        const PlannerOptions& options) {
+  if (pipeline::splits_backward(options.schedule)) {
+    throw InputError({"", 0, 0, "--schedule"},
+                     fmt::format("{} splits each backward into B and W, whose options the frontier solver does not "
+                                 "read yet (it takes forward and backward options per stage)",
+                                 pipeline::to_string(options.schedule)));
+  }
+  check_schedule(job, options);  // before any measurement
   MeasurementCache cache;
   return run_with_cache(method, job, evaluator, options, cache);
 }

@@ -78,6 +78,11 @@ std::vector<workload::Partition> job_partitions(const Job& job);
 // such as the Kareus artifact's profiling tree) at those of them where it holds the baseline's knob
 // of every partition. Kareus runs on any evaluator, from what it can cost, and takes in the plans
 // of every baseline that can run.
+// Throws InputError naming --schedule or --virtual-stages when the job's stages and microbatches do
+// not fit the schedule or its layers do not split into the virtual stages; run_method checks it
+// before any measurement, and a command running many jobs can check them all before the first.
+void check_schedule(const Job& job, const PlannerOptions& options);
+
 // Throws InputError with unsupported_reason() when `method` cannot run on the evaluator.
 // Throws InputError for a schedule the solver cannot plan yet (zb-h1: its W instructions need
 // options of their own) or layers that do not split into the virtual stages.
