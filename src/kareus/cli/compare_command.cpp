@@ -14,6 +14,7 @@
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
 #include "kareus/cli/schedule_flags.hpp"
+#include "kareus/cli/search_flags.hpp"
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -31,9 +32,7 @@ struct CompareFlags {
   bool all = false;
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
-  std::string mode = "exhaustive";
-  std::optional<std::size_t> budget;
-  std::uint64_t seed = 0;
+  PartitionSearchFlags search = {.mode = "exhaustive", .budget = std::nullopt, .seed = 0};
   std::string out = "kareus-compare";
   double overhead = 1.0;
   ScheduleFlags schedule;
@@ -118,8 +117,6 @@ int compare_zero_bubble(const CompareFlags& flags, const std::vector<planner::Jo
 }
 
 int run_compare(CompareFlags& flags) {
-  auto mode = search::parse_search_mode(flags.mode);
-  if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
   if (flags.all && !flags.preset.empty()) throw InputError({"", 0, 0, "--all"}, "--all and --preset contradict each other");
   std::vector<std::string> presets;
   if (flags.all) presets = planner::evaluation_config_names();
@@ -137,9 +134,7 @@ int run_compare(CompareFlags& flags) {
       throw InputError({"", 0, 0, "--straggler"}, fmt::format("a slowdown must be at least 1, got {}", slowdown));
     }
   }
-  options.search.mode = *mode;
-  options.search.budget = flags.budget;
-  options.search.seed = flags.seed;
+  apply_search_flags(flags.search, options.search);
   // Every job's schedule before the first job runs (with --all, the tenth would fail after nine).
   for (const planner::Job& job : jobs) planner::check_schedule(job, options);
 
@@ -283,9 +278,10 @@ Action register_compare(CLI::App& app) {
   cmd->add_flag("--all", flags->all, "Every Kareus evaluation configuration (data/configs/kareus-osdi26.json)");
   cmd->add_option("--evaluator", flags->evaluator, "sim, table:FILE or artifact:DIR")->capture_default_str();
   add_noise_flags(*cmd, flags->noise);
-  cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
-  cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
-  cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
+  add_search_flags(*cmd, flags->search,
+                   {.mode = "Kareus's per-partition search: exhaustive or mobo",
+                    .budget = "Measurements per partition for mobo",
+                    .seed = "Seed of the search"});
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
   add_schedule_flags(*cmd, flags->schedule);
   cmd->add_option("--overhead", flags->overhead, "Overhead factor (see kareus plan)")->capture_default_str();

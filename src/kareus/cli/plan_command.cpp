@@ -9,6 +9,7 @@
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
 #include "kareus/cli/schedule_flags.hpp"
+#include "kareus/cli/search_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/planner.hpp"
@@ -24,9 +25,7 @@ struct PlanFlags {
   std::string preset;
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
-  std::string mode = "exhaustive";
-  std::optional<std::size_t> budget;
-  std::uint64_t seed = 0;
+  PartitionSearchFlags search = {.mode = "exhaustive", .budget = std::nullopt, .seed = 0};
   std::string target = "max-throughput";
   std::string out = "kareus-out";
   double overhead = 1.0;
@@ -41,8 +40,6 @@ int run_plan(PlanFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
   const plan::Target target = plan::parse_target(flags.target);
   const auto plan_count = plan::parse_plan_count(flags.plans, "--plans");
-  auto mode = search::parse_search_mode(flags.mode);
-  if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
   if (!(flags.overhead > 0)) throw InputError({"", 0, 0, "--overhead"}, "must be positive");
 
   ResolvedJobs resolved = resolve_jobs(
@@ -57,9 +54,7 @@ int run_plan(PlanFlags& flags) {
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
   options.unit_time_s = flags.unit_time_s;
-  options.search.mode = *mode;
-  options.search.budget = flags.budget;
-  options.search.seed = flags.seed;
+  apply_search_flags(flags.search, options.search);
   if (!flags.journal_dir.empty()) options.journal_dir = flags.journal_dir;
   options.progress = [](const std::string& line) { spdlog::debug("{}", line); };
   planner::MethodResult kareus = planner::run_method(planner::Method::kKareus, job, evaluator, options);
@@ -165,9 +160,10 @@ Action register_plan(CLI::App& app) {
                   "profiling tree) or gpu (measured now on this machine's GPUs)")
       ->capture_default_str();
   add_noise_flags(*cmd, flags->noise);
-  cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
-  cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)");
-  cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
+  add_search_flags(*cmd, flags->search,
+                   {.mode = "Per-partition search: exhaustive or mobo",
+                    .budget = "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)",
+                    .seed = "Seed of the search"});
   cmd->add_option("--target", flags->target, "max-throughput, min-energy, deadline:SECONDS or energy:JOULES")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
