@@ -84,15 +84,11 @@ std::vector<double> parse_numbers(const std::string& text, const std::string& fl
   return values;
 }
 
+// The search's journal identity, and the slot count a profile's knob space is cut to.
 nlohmann::json workload_identity(const ResolvedWorkload& w, const ProfileFlags& flags) {
-  return {{"model", w.model.name},
-          {"gpu", w.gpu.name},
-          {"tp", w.parallel.tp},
-          {"cp", w.parallel.cp},
-          {"mbs", w.parallel.microbatch_size},
-          {"seq_len", w.parallel.seq_len},
-          {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))},
-          {"slots", flags.slots ? static_cast<long>(*flags.slots) : -1}};
+  nlohmann::json identity = journal_identity(w);
+  identity["slots"] = flags.slots ? static_cast<long>(*flags.slots) : -1;
+  return identity;
 }
 
 // P_static on every rank: world rank 0 waits in a receive from rank 1. Rank 0 writes

@@ -63,17 +63,6 @@ std::array<double, 3> parse_range(const std::string& text, const std::string& fl
   return v;
 }
 
-// What identifies the workload in a journal: everything that changes a partition's costs.
-nlohmann::json workload_identity(const ResolvedWorkload& w) {
-  return {{"model", w.model.name},
-          {"gpu", w.gpu.name},
-          {"tp", w.parallel.tp},
-          {"cp", w.parallel.cp},
-          {"mbs", w.parallel.microbatch_size},
-          {"seq_len", w.parallel.seq_len},
-          {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))}};
-}
-
 std::vector<workload::Partition> all_partitions(const ResolvedWorkload& w) {
   std::vector<workload::Partition> parts = workload::build_partitions(w.model, w.parallel);
   for (int s = 0; s < w.parallel.pp; ++s) {
@@ -184,7 +173,7 @@ int run_search_command(const SearchFlags& flags) {
   for (const workload::Partition* p : chosen) searched.push_back(*p);
   report_sample_use(evaluator, searched);
   const bool model = evaluator.provenance() == evaluate::Provenance::kModel;
-  const nlohmann::json identity = workload_identity(w);
+  const nlohmann::json identity = journal_identity(w);
 
   std::vector<search::PreparedSearch> prepared;
   std::vector<std::filesystem::path> journals;
