@@ -1,9 +1,13 @@
 // `kareus plan` and `kareus compare` on the interleaved schedule, the whole job's energy with
-// several data-parallel pipelines and a straggler, and the schedules they refuse.
+// several data-parallel pipelines and a straggler, and the schedules they (and `kareus frontier`)
+// refuse.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_fixture.hpp"
 #include "kareus/core/csv.hpp"
@@ -147,6 +151,61 @@ TEST_F(ScheduleCli, RefusalsAreOneLineExitTwoAndNothingWritten) {
                         "multiple");
   expect_one_line_error(run("compare --straggler 0.9 --mode exhaustive" + out), "--straggler");
   EXPECT_FALSE(std::filesystem::exists(path("never")));
+}
+
+// --schedule and --virtual-stages are one flag group: the three commands that take them accept the
+// same schedules and refuse the same values with the same line (zb-h1 aside: plan and compare
+// build B and W from the workload, frontier says a Perseus profile has no B and W rows).
+TEST_F(ScheduleCli, PlanCompareAndFrontierAcceptAndRefuseTheSameScheduleFlags) {
+  const std::string profile = std::string(KAREUS_DATA_DIR) + "/perseus-sosp24/stage_profile/bloom+a100_sxm_bf16.csv";
+  const auto command_line = [&](const std::string& command, const std::string& flags, const std::string& out) {
+    if (command == "frontier") {
+      return "frontier --profile " + profile + " --stages 8 --microbatches 8 --p-blocking 80 " + flags + " --out " +
+             path(out);
+    }
+    return command + " " + flags + kJob + " --out " + path(out);
+  };
+  const std::vector<std::string> commands = {"plan", "compare", "frontier"};
+  int n = 0;
+  for (const std::string flags : {"--schedule 1f1b", "--schedule gpipe", "--schedule interleaved --virtual-stages 2",
+                                  "--virtual-stages 1"}) {
+    for (const std::string& command : commands) {
+      const CliResult r = run(command_line(command, flags, "ok" + std::to_string(n++)));
+      EXPECT_EQ(r.exit_code, 0) << command << " " << flags << ": " << r.err;
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--schedule zigzag", "--schedule"},
+      {"--schedule 1F1B", "--schedule"},
+      {"--schedule ''", "--schedule"},
+      {"--schedule interleaved --virtual-stages 1", "at least 2"},
+      {"--schedule interleaved --virtual-stages -2", "at least 2"},
+      {"--virtual-stages 2", "interleaved schedule only"},
+      {"--schedule gpipe --virtual-stages 2", "interleaved schedule only"},
+      {"--schedule interleaved --virtual-stages x", "--virtual-stages"},
+      {"--virtual-stages 1.5", "--virtual-stages"}};
+  for (const auto& [flags, fragment] : refused) {
+    std::string first_error;
+    for (const std::string& command : commands) {
+      const CliResult r = run(command_line(command, flags, "never"));
+      expect_one_line_error(r, fragment);
+      if (first_error.empty()) first_error = r.err;
+      EXPECT_EQ(r.err, first_error) << command << " " << flags;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("never")));
+  EXPECT_EQ(run(command_line("compare", "--schedule zb-h1", "zb")).exit_code, 0);
+  EXPECT_EQ(run(command_line("plan", "--schedule zb-h1", "zb-plan")).exit_code, 0);
+  expect_one_line_error(run(command_line("frontier", "--schedule zb-h1", "never")), "B and W");
+  // One help text for the group: frontier's --virtual-stages says how it splits a profile's stage.
+  const CliResult plan_help = run("plan --help"), compare_help = run("compare --help"), frontier_help = run("frontier --help");
+  const std::string schedule_help = "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1";
+  for (const CliResult* help : {&plan_help, &compare_help, &frontier_help}) {
+    EXPECT_TRUE(contains(help->out, schedule_help)) << help->out;
+  }
+  EXPECT_TRUE(contains(plan_help.out, "a stage's layers must divide by it")) << plan_help.out;
+  EXPECT_TRUE(contains(compare_help.out, "a stage's layers must divide by it")) << compare_help.out;
+  EXPECT_TRUE(contains(frontier_help.out, "each runs the profile's stage"));
 }
 
 }  // namespace

@@ -93,5 +93,20 @@ TEST_F(SearchCli, BadInputIsOneLineExitTwoAndTouchesNothing) {
   EXPECT_EQ(slurp(garbage), "my notes\nabout the run\n");
 }
 
+// --mode, --budget and --seed are one flag group: plan, compare, search and profile refuse the same
+// values with the same line, before anything is written.
+TEST_F(SearchCli, TheFourSearchingCommandsRefuseTheSameSearchFlags) {
+  for (const std::string flags : {"--mode greedy", "--mode MOBO", "--budget x", "--budget -3", "--budget 0", "--seed x"}) {
+    std::string first_error;
+    for (const std::string command : {"plan", "compare", "search", "profile"}) {
+      const CliResult r = run(command + " " + flags + " --out " + path("never"));
+      expect_one_line_error(r, flags.substr(0, flags.find(' ')));
+      if (first_error.empty()) first_error = r.err;
+      EXPECT_EQ(r.err, first_error) << command << " " << flags;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("never")));
+}
+
 }  // namespace
 }  // namespace kareus::testing

@@ -6,13 +6,14 @@
 // The artifact names the slots of a partition's compute ops as `<group>_<n>`, counting per group,
 // where an op's group comes from its class (norm: residual fork, bias-dropout-add, RMSNorm;
 // rope: QKV post-processing, rotary embedding; activation: SwiGLU; linear; attn) and only
-// consecutive ops of the same memory-bound group (norm, rope, activation) share a slot. Ours merges
-// any run of memory-bound ops. The two rules agree wherever no two different memory-bound groups
-// are adjacent, which holds in every partition of these jobs; the names then differ only by the
-// family alias of core/artifact_format (act → activation).
+// consecutive ops of the same memory-bound group (norm, rope, activation) share a slot. Ours
+// (workload::launch_slots) follows the same rule, so the names differ only by the family alias of
+// core/artifact_format (act → activation), on these jobs' partitions and wherever different
+// memory-bound groups meet.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -73,8 +74,7 @@ void expect_slots(const std::vector<workload::Partition>& partitions, const std:
     EXPECT_EQ(renamed, theirs) << p.key;
     for (const auto& name : theirs) EXPECT_EQ(to_artifact_slot(from_artifact_slot(name)), name) << p.key;
     for (std::size_t i = 0; i < names.size() && i < theirs.size(); ++i) EXPECT_EQ(from_artifact_slot(theirs[i]), names[i]);
-    // The artifact's own rule over our op list gives its names: the workload has no adjacent
-    // memory-bound ops of different groups here, where the two rules would part.
+    // The artifact's own rule over our op list gives its names.
     EXPECT_EQ(artifact_rule(p), theirs) << p.key;
     seen[p.key] = true;
   }
@@ -119,16 +119,39 @@ TEST(ArtifactSlots, AContextParallelJob) {
                                     });
 }
 
-TEST(ArtifactSlots, TheRulesPartWhereDifferentMemoryBoundGroupsMeet) {
-  // What the workload must not do for the names to keep matching: an activation straight before a
-  // norm is one slot of ours (act_0) and two of the artifact's (activation_0, norm_0).
+TEST(ArtifactSlots, TheRulesAgreeWhereDifferentMemoryBoundGroupsMeet) {
+  // An activation straight before a norm is two slots on both sides (activation_0, norm_0).
   workload::Partition p;
   p.ops = {{"fc1", workload::OpKind::kGemm}, {"swiglu", workload::OpKind::kActivation},
            {"norm", workload::OpKind::kNorm}, {"fc2", workload::OpKind::kGemm}};
   Slots ours;
   for (const auto& s : workload::launch_slots(p.ops)) ours.push_back(to_artifact_slot(s.name));
-  EXPECT_EQ(ours, (Slots{"linear_0", "activation_0", "linear_1"}));
-  EXPECT_EQ(artifact_rule(p), (Slots{"linear_0", "activation_0", "norm_0", "linear_1"}));
+  EXPECT_EQ(ours, (Slots{"linear_0", "activation_0", "norm_0", "linear_1"}));
+  EXPECT_EQ(artifact_rule(p), ours);
+}
+
+// Any sequence of op kinds: our slots, renamed, are the artifact rule's names, and every op lands
+// in exactly one slot, in order.
+TEST(ArtifactSlots, TheRulesAgreeOnRandomOpSequences) {
+  const std::vector<workload::OpKind> kinds = {workload::OpKind::kGemm, workload::OpKind::kAttention,
+                                               workload::OpKind::kNorm, workload::OpKind::kRope,
+                                               workload::OpKind::kActivation};
+  std::mt19937 rng(20261201);
+  for (int trial = 0; trial < 2000; ++trial) {
+    workload::Partition p;
+    const int n = 1 + static_cast<int>(rng() % 9);
+    for (int i = 0; i < n; ++i) p.ops.push_back({"op" + std::to_string(i), kinds[rng() % kinds.size()]});
+    const std::vector<workload::LaunchSlot> slots = workload::launch_slots(p.ops);
+    Slots ours;
+    std::size_t next_op = 0;
+    for (const auto& s : slots) {
+      ours.push_back(to_artifact_slot(s.name));
+      EXPECT_EQ(s.first_op, next_op) << "trial " << trial;
+      next_op += s.op_count;
+    }
+    EXPECT_EQ(next_op, p.ops.size()) << "trial " << trial;
+    EXPECT_EQ(ours, artifact_rule(p)) << "trial " << trial << " (seed 20261201)";
+  }
 }
 
 }  // namespace

@@ -159,7 +159,7 @@ TEST(NonPartitionWork, EmbeddingFirstHeadLast) {
             (std::vector<std::string>{"embedding_fwd", "embedding_bwd", "head_fwd", "head_bwd"}));
 }
 
-TEST(LaunchSlots, MemoryRunsMergeGemmsStandAlone) {
+TEST(LaunchSlots, MemoryRunsOfOneFamilyMergeGemmsStandAlone) {
   std::vector<ComputeOp> ops = {{"a", OpKind::kNorm, Pass::kForward, 0, 1},
                                 {"b", OpKind::kRope, Pass::kForward, 0, 1},
                                 {"c", OpKind::kGemm, Pass::kForward, 1, 1},
@@ -167,12 +167,25 @@ TEST(LaunchSlots, MemoryRunsMergeGemmsStandAlone) {
                                 {"e", OpKind::kActivation, Pass::kForward, 0, 1},
                                 {"f", OpKind::kAttention, Pass::kForward, 1, 1}};
   auto slots = launch_slots(ops);
-  ASSERT_EQ(slots.size(), 5u);
-  EXPECT_EQ(slots[0], (LaunchSlot{"norm_0", 0, 2, true}));
-  EXPECT_EQ(slots[1], (LaunchSlot{"linear_0", 2, 1, false}));
-  EXPECT_EQ(slots[2], (LaunchSlot{"linear_1", 3, 1, false}));
-  EXPECT_EQ(slots[3], (LaunchSlot{"act_0", 4, 1, true}));
-  EXPECT_EQ(slots[4], (LaunchSlot{"attn_0", 5, 1, false}));
+  ASSERT_EQ(slots.size(), 6u);
+  EXPECT_EQ(slots[0], (LaunchSlot{"norm_0", 0, 1, true}));  // a norm and a rope: two families, two slots
+  EXPECT_EQ(slots[1], (LaunchSlot{"rope_0", 1, 1, true}));
+  EXPECT_EQ(slots[2], (LaunchSlot{"linear_0", 2, 1, false}));
+  EXPECT_EQ(slots[3], (LaunchSlot{"linear_1", 3, 1, false}));
+  EXPECT_EQ(slots[4], (LaunchSlot{"act_0", 4, 1, true}));
+  EXPECT_EQ(slots[5], (LaunchSlot{"attn_0", 5, 1, false}));
+  // Memory-bound ops of one family, one after the other, are one slot; the family's count goes on.
+  std::vector<ComputeOp> runs = {{"a", OpKind::kNorm, Pass::kForward, 0, 1},
+                                 {"b", OpKind::kNorm, Pass::kForward, 0, 1},
+                                 {"c", OpKind::kGemm, Pass::kForward, 1, 1},
+                                 {"d", OpKind::kNorm, Pass::kForward, 0, 1},
+                                 {"e", OpKind::kActivation, Pass::kForward, 0, 1},
+                                 {"f", OpKind::kNorm, Pass::kForward, 0, 1}};
+  EXPECT_EQ(launch_slots(runs), (std::vector<LaunchSlot>{{"norm_0", 0, 2, true},
+                                                          {"linear_0", 2, 1, false},
+                                                          {"norm_1", 3, 1, true},
+                                                          {"act_0", 4, 1, true},
+                                                          {"norm_2", 5, 1, true}}));
 }
 
 TEST(Knob, SequentialIsTheNoneSlot) {

@@ -13,6 +13,8 @@
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
+#include "kareus/cli/schedule_flags.hpp"
+#include "kareus/cli/search_flags.hpp"
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -29,13 +31,10 @@ struct CompareFlags {
   bool all = false;
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
-  std::string mode = "exhaustive";
-  std::optional<std::size_t> budget;
-  std::uint64_t seed = 0;
+  PartitionSearchFlags search = {.mode = "exhaustive", .budget = std::nullopt, .seed = 0};
   std::string out = "kareus-compare";
   double overhead = 1.0;
-  std::string schedule = "1f1b";
-  int virtual_stages = 1;
+  ScheduleFlags schedule;
   std::vector<double> stragglers;
 };
 
@@ -58,8 +57,6 @@ double sequential_share(const plan::Plan& p) {
 }
 
 int run_compare(CompareFlags& flags) {
-  auto mode = search::parse_search_mode(flags.mode);
-  if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
   if (flags.all && !flags.preset.empty()) throw InputError({"", 0, 0, "--all"}, "--all and --preset contradict each other");
   std::vector<std::string> presets;
   if (flags.all) presets = planner::evaluation_config_names();
@@ -70,20 +67,16 @@ int run_compare(CompareFlags& flags) {
   evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, flags.noise);
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
-  const auto schedule = pipeline::parse_schedule_kind(flags.schedule);
-  if (!schedule) {
-    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
-  }
-  options.schedule = *schedule;
-  options.virtual_stages = flags.virtual_stages;
+  options.schedule = schedule_kind(flags.schedule);
+  options.virtual_stages = flags.schedule.virtual_stages;
   for (double slowdown : flags.stragglers) {
     if (!(slowdown >= 1)) {
       throw InputError({"", 0, 0, "--straggler"}, fmt::format("a slowdown must be at least 1, got {}", slowdown));
     }
   }
-  options.search.mode = *mode;
-  options.search.budget = flags.budget;
-  options.search.seed = flags.seed;
+  apply_search_flags(flags.search, options.search);
+  // Every job's schedule before the first job runs (with --all, the tenth would fail after nine).
+  for (const planner::Job& job : jobs) planner::check_schedule(job, options);
 
   std::string csv = "config,method,max_throughput_time_s,max_throughput_energy_j,iso_time_energy_reduction_pct,"
                     "iso_energy_time_reduction_pct,cluster_gpus,cluster_energy_j\n";
@@ -136,8 +129,8 @@ int run_compare(CompareFlags& flags) {
         fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration", shape.gpus(),
                     job.parallel.tp, job.parallel.cp, job.parallel.pp, job.parallel.dp);
     nlohmann::json config = {{"config", job.name},
-                             {"schedule", flags.schedule},
-                             {"virtual_stages", flags.virtual_stages},
+                             {"schedule", flags.schedule.schedule},
+                             {"virtual_stages", flags.schedule.virtual_stages},
                              {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
                              {"cluster_energy_scope", cluster_scope},
                              {"reference", reference ? nlohmann::json(reference_name) : nlohmann::json()},
@@ -226,17 +219,12 @@ Action register_compare(CLI::App& app) {
   cmd->add_flag("--all", flags->all, "Every Kareus evaluation configuration (data/configs/kareus-osdi26.json)");
   cmd->add_option("--evaluator", flags->evaluator, "sim, table:FILE or artifact:DIR")->capture_default_str();
   add_noise_flags(*cmd, flags->noise);
-  cmd->add_option("--mode", flags->mode, "Kareus's per-partition search: exhaustive or mobo")->capture_default_str();
-  cmd->add_option("--budget", flags->budget, "Measurements per partition for mobo");
-  cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
+  add_search_flags(*cmd, flags->search,
+                   {.mode = "Kareus's per-partition search: exhaustive or mobo",
+                    .budget = "Measurements per partition for mobo",
+                    .seed = "Seed of the search"});
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
-  cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1 "
-                  "(zero bubble H1: B and W planned with clocks of their own)")
-      ->capture_default_str();
-  cmd->add_option("--virtual-stages", flags->virtual_stages,
-                  "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")
-      ->capture_default_str();
+  add_schedule_flags(*cmd, flags->schedule);
   cmd->add_option("--overhead", flags->overhead, "Overhead factor (see kareus plan)")->capture_default_str();
   cmd->add_option("--straggler", flags->stragglers,
                   "Slowdowns of one pipeline of the --dp pipelines, e.g. 1.05,1.2: the others wait for it on "

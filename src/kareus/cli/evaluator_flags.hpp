@@ -12,6 +12,7 @@
 
 #include "kareus/evaluate/evaluator.hpp"
 #include "kareus/evaluate/noisy.hpp"
+#include "kareus/pipeline/schedule.hpp"
 #include "kareus/workload/parallel.hpp"
 
 namespace kareus::cli {
@@ -29,11 +30,12 @@ evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuS
 // any sample), so that no sample is dropped in silence. Nothing for a model.
 void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<workload::Partition>& partitions);
 // As above, plus "gpu": measured on this machine's GPUs by the profiler (profile/profiler.hpp), for
-// `model` under `parallel`. Without a GPU that is a DeviceError (one line). Under mpirun, ranks
-// other than 0 serve rank 0's measurements inside this call and then exit the process (status 0).
+// `model` under `parallel`, the partitions `schedule` runs (zb-h1's W among them). Without a GPU
+// that is a DeviceError (one line). Under mpirun, ranks other than 0 serve rank 0's measurements
+// inside this call and then exit the process (status 0).
 evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
                                    const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
-                                   const evaluate::NoiseOptions& noise = {});
+                                   pipeline::ScheduleKind schedule, const evaluate::NoiseOptions& noise = {});
 
 // --noise SIGMA and --noise-seed N: seeded measurement noise on the simulated GPU (default off).
 void add_noise_flags(CLI::App& cmd, evaluate::NoiseOptions& noise);

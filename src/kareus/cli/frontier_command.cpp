@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/schedule_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
@@ -23,8 +24,7 @@ struct FrontierFlags {
   int stages = 0;
   int microbatches = 0;
   double p_blocking_w = -1;
-  std::string schedule = "1f1b";
-  int virtual_stages = 1;
+  ScheduleFlags schedule;
   double unit_time_s = 1e-3;
   std::string cost_model = "hull";
   bool csv = false;
@@ -45,10 +45,7 @@ std::string frontier_csv(const pipeline::Frontier& frontier) {
 }
 
 int run_frontier(const FrontierFlags& flags) {
-  auto schedule_kind = pipeline::parse_schedule_kind(flags.schedule);
-  if (!schedule_kind) {
-    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
-  }
+  const pipeline::ScheduleKind kind = schedule_kind(flags.schedule);
   auto cost_model = pipeline::parse_cost_model_kind(flags.cost_model);
   if (!cost_model) throw InputError({"", 0, 0, "--cost-model"}, "expected hull or exponential");
   if (flags.stages < 1) throw InputError({"", 0, 0, "--stages"}, "must be at least 1");
@@ -60,22 +57,22 @@ int run_frontier(const FrontierFlags& flags) {
 
   pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
   // A profile measures what its rows name; B and W are not split from a whole backward by any rule.
-  if (pipeline::splits_backward(*schedule_kind) && !table.splits_backward()) {
+  if (pipeline::splits_backward(kind) && !table.splits_backward()) {
     throw InputError({flags.profile, 0, 0, "instruction"},
                      fmt::format("{} splits each backward into B and W, which need rows of their own (instruction "
                                  "backward_input and backward_weight, every stage); a Perseus profile measures "
                                  "forward and backward only (kareus plan --schedule {} builds B and W from the workload)",
-                                 flags.schedule, flags.schedule));
+                                 flags.schedule.schedule, flags.schedule.schedule));
   }
   std::optional<pipeline::PipelineSchedule> made;
   try {
-    made = pipeline::PipelineSchedule::make(*schedule_kind, flags.stages, flags.microbatches, flags.virtual_stages);
+    made = pipeline::PipelineSchedule::make(kind, flags.stages, flags.microbatches, flags.schedule.virtual_stages);
   } catch (const InputError& e) {
     throw InputError({"", 0, 0, "--schedule"}, e.what());
   }
   const pipeline::PipelineSchedule& schedule = *made;
   // The profile's instructions run a whole stage; an interleaved GPU runs a chunk of it at a time.
-  table = pipeline::chunk_option_table(std::move(table), flags.virtual_stages);
+  table = pipeline::chunk_option_table(std::move(table), flags.schedule.virtual_stages);
   pipeline::SolverOptions options{.p_blocking_w = flags.p_blocking_w,
                                   .unit_time_s = flags.unit_time_s,
                                   .cost_model = *cost_model,
@@ -121,7 +118,7 @@ int run_frontier(const FrontierFlags& flags) {
     const auto& fastest = frontier.points.front();
     const auto& frugal = frontier.points.back();
     fmt::print("Frontier of {} ({} stages, {} microbatches, {}, P_blocking {} W, unit {} s, {} cost model)\n",
-               flags.profile, flags.stages, flags.microbatches, flags.schedule, flags.p_blocking_w,
+               flags.profile, flags.stages, flags.microbatches, flags.schedule.schedule, flags.p_blocking_w,
                flags.unit_time_s, flags.cost_model);
     fmt::print("Energy: {}\n", plan::energy_scope_for(flags.stages));
     fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
@@ -143,7 +140,7 @@ int run_frontier(const FrontierFlags& flags) {
   if (!flags.out.empty()) {
     std::filesystem::path dir = flags.out;
     pipeline::InstructionDag dag(schedule);
-    plan::PlanContext context{*schedule_kind, flags.microbatches, flags.p_blocking_w, flags.unit_time_s,
+    plan::PlanContext context{kind, flags.microbatches, flags.p_blocking_w, flags.unit_time_s,
                               {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
     nlohmann::json plans = nlohmann::json::array();
     for (std::size_t i : plan::evenly_spaced_plans(frontier.points.size(), plan_count)) {
@@ -188,14 +185,9 @@ Action register_frontier(CLI::App& app) {
   cmd->add_option("--p-blocking", flags->p_blocking_w,
                   "Power (W) of a GPU blocked on communication; idle time is charged at it")
       ->required();
-  cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1 "
-                  "(needs backward_input and backward_weight rows)")
-      ->capture_default_str();
-  cmd->add_option("--virtual-stages", flags->virtual_stages,
-                  "Model chunks per stage for --schedule interleaved; each runs the profile's stage "
-                  "instruction divided by this (its layers split evenly)")
-      ->capture_default_str();
+  add_schedule_flags(*cmd, flags->schedule,
+                     "Model chunks per stage for --schedule interleaved; each runs the profile's stage "
+                     "instruction divided by this (its layers split evenly)");
   cmd->add_option("--unit-time", flags->unit_time_s, "Solver time unit in seconds")->capture_default_str();
   cmd->add_option("--cost-model", flags->cost_model,
                   "hull (exact on the options' convex hull) or exponential (Perseus's fit)")

@@ -8,6 +8,8 @@
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/job_flags.hpp"
+#include "kareus/cli/schedule_flags.hpp"
+#include "kareus/cli/search_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/planner.hpp"
@@ -23,14 +25,11 @@ struct PlanFlags {
   std::string preset;
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
-  std::string mode = "exhaustive";
-  std::optional<std::size_t> budget;
-  std::uint64_t seed = 0;
+  PartitionSearchFlags search = {.mode = "exhaustive", .budget = std::nullopt, .seed = 0};
   std::string target = "max-throughput";
   std::string out = "kareus-out";
   double overhead = 1.0;
-  std::string schedule = "1f1b";
-  int virtual_stages = 1;
+  ScheduleFlags schedule;
   double unit_time_s = 1e-3;
   std::string journal_dir;
   std::string stage_options;
@@ -41,34 +40,26 @@ int run_plan(PlanFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
   const plan::Target target = plan::parse_target(flags.target);
   const auto plan_count = plan::parse_plan_count(flags.plans, "--plans");
-  auto mode = search::parse_search_mode(flags.mode);
-  if (!mode) throw InputError({"", 0, 0, "--mode"}, "expected mobo or exhaustive");
   if (!(flags.overhead > 0)) throw InputError({"", 0, 0, "--overhead"}, "must be positive");
 
   ResolvedJobs resolved = resolve_jobs(
       flags.workload, flags.preset.empty() ? std::vector<std::string>{} : std::vector<std::string>{flags.preset}, "--preset");
   const planner::Job& job = resolved.jobs.front();
   const hardware::GpuSpec& gpu = resolved.gpu;
-  evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, gpu, job.model, job.parallel, flags.noise);
-
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
-  const auto schedule = pipeline::parse_schedule_kind(flags.schedule);
-  if (!schedule) {
-    throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
-  }
-  report_sample_use(evaluator, planner::job_partitions(job, *schedule));
-  options.schedule = *schedule;
-  options.virtual_stages = flags.virtual_stages;
-  if (!flags.stage_options.empty() && flags.virtual_stages > 1) {
+  options.schedule = schedule_kind(flags.schedule);
+  options.virtual_stages = flags.schedule.virtual_stages;
+  evaluate::Evaluator evaluator =
+      make_evaluator(flags.evaluator, gpu, job.model, job.parallel, options.schedule, flags.noise);
+  report_sample_use(evaluator, planner::job_partitions(job, options.schedule));
+  if (!flags.stage_options.empty() && options.virtual_stages > 1) {
     throw InputError({"", 0, 0, "--stage-options"},
                      "the profile format has one row set per stage; an interleaved plan's chunks have options of "
                      "their own (the embedding in the first, the LM head in the last), which it cannot hold");
   }
   options.unit_time_s = flags.unit_time_s;
-  options.search.mode = *mode;
-  options.search.budget = flags.budget;
-  options.search.seed = flags.seed;
+  apply_search_flags(flags.search, options.search);
   if (!flags.journal_dir.empty()) options.journal_dir = flags.journal_dir;
   options.progress = [](const std::string& line) { spdlog::debug("{}", line); };
   planner::MethodResult kareus = planner::run_method(planner::Method::kKareus, job, evaluator, options);
@@ -91,8 +82,8 @@ int run_plan(PlanFlags& flags) {
       {"p_static_w", kareus.p_static_w},
       {"energy_scope", scope},
       {"target", plan::to_string(target)},
-      {"schedule", flags.schedule},
-      {"virtual_stages", flags.virtual_stages},
+      {"schedule", flags.schedule.schedule},
+      {"virtual_stages", flags.schedule.virtual_stages},
       {"time_s", chosen_plan.time_s},
       {"energy_j", chosen_plan.energy_j},
       {"frontier_points", points.size()},
@@ -174,19 +165,14 @@ Action register_plan(CLI::App& app) {
                   "profiling tree) or gpu (measured now on this machine's GPUs)")
       ->capture_default_str();
   add_noise_flags(*cmd, flags->noise);
-  cmd->add_option("--mode", flags->mode, "Per-partition search: exhaustive or mobo")->capture_default_str();
-  cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)");
-  cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
+  add_search_flags(*cmd, flags->search,
+                   {.mode = "Per-partition search: exhaustive or mobo",
+                    .budget = "Measurements per partition (default: mobo 15% of its grid, exhaustive all of it)",
+                    .seed = "Seed of the search"});
   cmd->add_option("--target", flags->target, "max-throughput, min-energy, deadline:SECONDS or energy:JOULES")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
-  cmd->add_option("--schedule", flags->schedule,
-                  "Pipeline schedule: 1f1b, gpipe, interleaved (Megatron-LM's, with --virtual-stages) or zb-h1 "
-                  "(zero bubble H1: B and W planned with clocks of their own)")
-      ->capture_default_str();
-  cmd->add_option("--virtual-stages", flags->virtual_stages,
-                  "Model chunks per stage for --schedule interleaved (a stage's layers must divide by it)")
-      ->capture_default_str();
+  add_schedule_flags(*cmd, flags->schedule);
   cmd->add_option("--overhead", flags->overhead,
                   "Factor on each instruction's time and energy for work the partitions do not cover "
                   "(the Kareus artifact used 1.15)")

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/search_flags.hpp"
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -30,9 +31,7 @@ namespace {
 struct ProfileFlags {
   WorkloadFlags workload;
   std::string partition = "all";
-  std::string mode = "mobo";
-  std::optional<std::size_t> budget;
-  std::uint64_t seed = 0;
+  PartitionSearchFlags search;
   std::string clocks = "900:1410:30";
   std::string sms;  // empty: the search's default levels
   std::optional<std::size_t> slots;
@@ -85,15 +84,11 @@ std::vector<double> parse_numbers(const std::string& text, const std::string& fl
   return values;
 }
 
+// The search's journal identity, and the slot count a profile's knob space is cut to.
 nlohmann::json workload_identity(const ResolvedWorkload& w, const ProfileFlags& flags) {
-  return {{"model", w.model.name},
-          {"gpu", w.gpu.name},
-          {"tp", w.parallel.tp},
-          {"cp", w.parallel.cp},
-          {"mbs", w.parallel.microbatch_size},
-          {"seq_len", w.parallel.seq_len},
-          {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))},
-          {"slots", flags.slots ? static_cast<long>(*flags.slots) : -1}};
+  nlohmann::json identity = journal_identity(w);
+  identity["slots"] = flags.slots ? static_cast<long>(*flags.slots) : -1;
+  return identity;
 }
 
 // P_static on every rank: world rank 0 waits in a receive from rank 1. Rank 0 writes
@@ -161,8 +156,8 @@ int run_p_static(const ProfileFlags& flags, const ResolvedWorkload& w, profile::
 
 int run_profile_command(const ProfileFlags& flags) {
   const ResolvedWorkload w = resolve_workload(flags.workload);
-  auto mode = search::parse_search_mode(flags.mode);
-  if (!mode) throw InputError({"", 0, 0, "--mode"}, fmt::format("expected mobo or exhaustive, got '{}'", flags.mode));
+  search::PartitionSearchOptions options;
+  apply_search_flags(flags.search, options);
   auto device = profile::parse_device_kind(flags.device);
   if (!device) throw InputError({"", 0, 0, "--device"}, fmt::format("expected nvml or fake, got '{}'", flags.device));
   auto collective = profile::parse_collective_kind(flags.collective);
@@ -174,10 +169,6 @@ int run_profile_command(const ProfileFlags& flags) {
     throw InputError({"", 0, 0, "--p-static"}, "measures P_static alone; run --stage-sweep separately");
   }
 
-  search::PartitionSearchOptions options;
-  options.mode = *mode;
-  options.budget = flags.budget;
-  options.seed = flags.seed;
   options.parallel = false;
   const std::vector<double> clocks = parse_numbers(flags.clocks, "--clocks");
   if (flags.clocks.find(':') != std::string::npos) {
@@ -307,9 +298,10 @@ Action register_profile(CLI::App& app) {
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--partition", flags->partition, "Partition keys, comma-separated (see kareus partitions), or all")
       ->capture_default_str();
-  cmd->add_option("--mode", flags->mode, "mobo (multi-pass Bayesian optimisation) or exhaustive")->capture_default_str();
-  cmd->add_option("--budget", flags->budget, "Measurements per partition (default: mobo 15% of the grid, exhaustive all)");
-  cmd->add_option("--seed", flags->seed, "Seed of the search")->capture_default_str();
+  add_search_flags(*cmd, flags->search,
+                   {.mode = "mobo (multi-pass Bayesian optimisation) or exhaustive",
+                    .budget = "Measurements per partition (default: mobo 15% of the grid, exhaustive all)",
+                    .seed = "Seed of the search"});
   cmd->add_option("--clocks", flags->clocks, "SM clocks LO:HI:STEP in MHz (snapped to the GPU's)")->capture_default_str();
   cmd->add_option("--sms", flags->sms, "SM levels of the collective, LO:HI:STEP or A,B,C (default: the search's)");
   cmd->add_option("--slots", flags->slots, "Keep only each partition's first N launch slots (and the sequential knob)");

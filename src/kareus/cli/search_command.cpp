@@ -13,6 +13,7 @@
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
+#include "kareus/cli/search_flags.hpp"
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -26,10 +27,8 @@ struct SearchFlags {
   WorkloadFlags workload;
   std::string partition = "all";
   std::string evaluator = "sim";
-  std::string mode = "mobo";
-  std::optional<std::size_t> budget;
+  PartitionSearchFlags search;
   long batch = 8;
-  std::uint64_t seed = 0;
   std::optional<std::size_t> initial;
   std::string journal;
   std::string out;
@@ -62,17 +61,6 @@ std::array<double, 3> parse_range(const std::string& text, const std::string& fl
   }
   if (!(v[2] > 0) || v[0] > v[1]) throw InputError({"", 0, 0, flag}, fmt::format("expected LO <= HI and STEP > 0, got '{}'", text));
   return v;
-}
-
-// What identifies the workload in a journal: everything that changes a partition's costs.
-nlohmann::json workload_identity(const ResolvedWorkload& w) {
-  return {{"model", w.model.name},
-          {"gpu", w.gpu.name},
-          {"tp", w.parallel.tp},
-          {"cp", w.parallel.cp},
-          {"mbs", w.parallel.microbatch_size},
-          {"seq_len", w.parallel.seq_len},
-          {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))}};
 }
 
 std::vector<workload::Partition> all_partitions(const ResolvedWorkload& w) {
@@ -147,16 +135,12 @@ class ProgressPrinter {
 int run_search_command(const SearchFlags& flags) {
   // Everything is checked before any journal or output is touched.
   const ResolvedWorkload w = resolve_workload(flags.workload);
-  auto mode = search::parse_search_mode(flags.mode);
-  if (!mode) throw InputError({"", 0, 0, "--mode"}, fmt::format("expected mobo or exhaustive, got '{}'", flags.mode));
+  search::PartitionSearchOptions options;
+  apply_search_flags(flags.search, options);
   if (flags.batch < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
   if (flags.out.empty()) throw InputError({"", 0, 0, "--out"}, "an output directory is required");
 
-  search::PartitionSearchOptions options;
-  options.mode = *mode;
-  options.budget = flags.budget;
   options.batch_size = static_cast<std::size_t>(flags.batch);
-  options.seed = flags.seed;
   options.initial_points = flags.initial;
   options.include_baseline_knobs = flags.baselines;
   options.stop_threshold = flags.stop_threshold;
@@ -189,7 +173,7 @@ int run_search_command(const SearchFlags& flags) {
   for (const workload::Partition* p : chosen) searched.push_back(*p);
   report_sample_use(evaluator, searched);
   const bool model = evaluator.provenance() == evaluate::Provenance::kModel;
-  const nlohmann::json identity = workload_identity(w);
+  const nlohmann::json identity = journal_identity(w);
 
   std::vector<search::PreparedSearch> prepared;
   std::vector<std::filesystem::path> journals;
@@ -258,8 +242,8 @@ int run_search_command(const SearchFlags& flags) {
   summary["workload"] = nlohmann::ordered_json::parse(identity.dump());
   summary["evaluator"] = evaluator.name();
   summary["provenance"] = model ? "model" : "measurement";
-  summary["mode"] = flags.mode;
-  summary["seed"] = flags.seed;
+  summary["mode"] = flags.search.mode;
+  summary["seed"] = flags.search.seed;
   summary["batch"] = flags.batch;
   summary["energy_scope"] = "one GPU running the partition once";
   summary["static_power_w"] = w.gpu.static_power_w;
@@ -280,13 +264,14 @@ Action register_search(CLI::App& app) {
   cmd->add_option("--partition", flags->partition, "Partition key (see kareus partitions), or all")->capture_default_str();
   cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU), table:FILE (measured samples) or artifact:DIR (the Kareus artifact's profiling tree)")
       ->capture_default_str();
-  cmd->add_option("--mode", flags->mode, "mobo (multi-pass Bayesian optimisation) or exhaustive")->capture_default_str();
-  cmd->add_option("--budget", flags->budget,
-                  "Measurements per partition, the journal's included (default: mobo 15% of the grid, at least the "
-                  "initial design; exhaustive the whole grid; with a table evaluator, of its knobs on the grid)");
+  add_search_flags(*cmd, flags->search,
+                   {.mode = "mobo (multi-pass Bayesian optimisation) or exhaustive",
+                    .budget = "Measurements per partition, the journal's included (default: mobo 15% of the grid, at "
+                              "least the initial design; exhaustive the whole grid; with a table evaluator, of its "
+                              "knobs on the grid)",
+                    .seed = "Seed of the initial design"});
   cmd->add_option("--batch", flags->batch, "Knobs chosen per MOBO batch (measured in parallel when the evaluator allows)")
       ->capture_default_str();
-  cmd->add_option("--seed", flags->seed, "Seed of the initial design")->capture_default_str();
   cmd->add_option("--initial", flags->initial,
                   "Latin hypercube points of the initial design beyond its knob of every configuration (slot and "
                   "SMs) (default: none, or as many as the surrogate needs)");

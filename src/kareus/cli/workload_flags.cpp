@@ -170,6 +170,16 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
   return out;
 }
 
+nlohmann::json journal_identity(const ResolvedWorkload& w) {
+  return {{"model", w.model.name},
+          {"gpu", w.gpu.name},
+          {"tp", w.parallel.tp},
+          {"cp", w.parallel.cp},
+          {"mbs", w.parallel.microbatch_size},
+          {"seq_len", w.parallel.seq_len},
+          {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))}};
+}
+
 std::string describe(const ResolvedWorkload& w) {
   const auto& p = w.parallel;
   return fmt::format(

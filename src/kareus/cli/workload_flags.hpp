@@ -56,6 +56,10 @@ struct ResolvedWorkload {
 ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
                                   const std::vector<std::string>& extra_keys = {});
 
+// What identifies the workload in a search or profile journal: everything that changes a
+// partition's costs (model, GPU, TP, CP, mbs, seq_len, checkpointing). A resumed journal must match.
+nlohmann::json journal_identity(const ResolvedWorkload& w);
+
 // "Llama 3.2 3B on NVIDIA A100 SXM4 40GB: TP 8, CP 1, PP 2 (15/13 layers), DP 1, mbs 8, seq 4096,
 // ..."
 std::string describe(const ResolvedWorkload& w);

@@ -2,10 +2,9 @@
 // write for it (plan exports) and what we read from it (its profiling logs) agree:
 // - launch slots: the artifact groups the SwiGLU op as "activation", we as "act"; every other
 //   family (norm, rope, linear, attn) is named alike. to_artifact_slot / from_artifact_slot map a
-//   slot name both ways through one alias table; "none" (not overlapped) is "none" in both. The
-//   artifact merges only consecutive ops of one memory-bound group into a slot, we any run of
-//   memory-bound ops: the names agree while no two different memory-bound families meet, as in
-//   every partition of the TP and CP jobs (pinned in tests/evaluate/artifact_slots_test.cpp).
+//   slot name both ways through one alias table; "none" (not overlapped) is "none" in both. Both
+//   merge only consecutive ops of one memory-bound group into a slot (workload::launch_slots;
+//   pinned for the TP and CP jobs in tests/evaluate/artifact_slots_test.cpp).
 // - a collective's config string, as its scheduler parses it: `<overlap_start>-<overlap_end>-<SMs>-
 //   <threads per block>`, e.g. `linear_0-none-12-1024`; slot names never contain '-'. A legacy
 //   form has op indices instead of names (`-1--1-16-1024`, -1 = none).

@@ -320,9 +320,8 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
 
 }  // namespace
 
-MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
-                        const PlannerOptions& options) {
-  // Checked before any measurement: the schedule itself, then whole layers per chunk.
+void check_schedule(const Job& job, const PlannerOptions& options) {
+  // The schedule itself, then whole layers per chunk.
   try {
     (void)pipeline::PipelineSchedule::make(options.schedule, job.parallel.pp, job.parallel.microbatches,
                                            options.virtual_stages);
@@ -336,6 +335,11 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
                                    job.parallel.layers_per_stage[s], options.virtual_stages));
     }
   }
+}
+
+MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
+                        const PlannerOptions& options) {
+  check_schedule(job, options);  // before any measurement
   if (method == Method::kKareus) {
     if (auto reason = unsupported_reason(method, job, evaluator, options)) {
       throw InputError({"", 0, 0, "--evaluator"}, fmt::format("Kareus cannot run: {}", *reason));

@@ -83,8 +83,13 @@ std::vector<workload::Partition> job_partitions(const Job& job, pipeline::Schedu
 // of every baseline that can run.
 // With zb-h1 every method plans B and W as instructions of their own (compose.hpp says how their
 // options are built), each with its own clock.
-// Throws InputError with unsupported_reason() when `method` cannot run on the evaluator, or for
-// layers that do not split into the virtual stages.
+// Throws InputError naming --schedule or --virtual-stages when the job's stages and microbatches do
+// not fit the schedule or its layers do not split into the virtual stages; run_method checks it
+// before any measurement, and a command running many jobs can check them all before the first.
+void check_schedule(const Job& job, const PlannerOptions& options);
+
+// Throws InputError with unsupported_reason() when `method` cannot run on the evaluator, or what
+// check_schedule throws.
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options);
 

@@ -34,7 +34,7 @@ inline constexpr std::string_view kSequentialSlot = "none";
 struct LaunchSlot {
   std::string name;          // e.g. "norm_0", "linear_1", "attn_0"
   std::size_t first_op = 0;  // index into Partition::ops
-  std::size_t op_count = 1;  // ops of the slot (more than one only for memory-bound runs)
+  std::size_t op_count = 1;  // ops of the slot (more than one only for a memory-bound run of one family)
   bool memory_bound = false;
 
   bool operator==(const LaunchSlot&) const = default;
@@ -92,7 +92,8 @@ std::vector<Partition> non_partition_work(const ModelSpec& model, const Parallel
 // The partition with `key`; throws InputError naming the known keys.
 const Partition& find_partition(const std::vector<Partition>& partitions, std::string_view key);
 
-// Launch slots for `ops`: each GEMM and attention op alone, each run of memory-bound ops together.
+// Launch slots for `ops`: each GEMM and attention op alone, each run of memory-bound ops of one
+// family (norm, rope, act, elem) together; names count per family (norm_0, linear_1, ...).
 std::vector<LaunchSlot> launch_slots(const std::vector<ComputeOp>& ops);
 
 }  // namespace kareus::workload

@@ -1,0 +1,26 @@
+#include "kareus/cli/search_flags.hpp"
+
+#include <fmt/format.h>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::cli {
+
+void add_search_flags(CLI::App& cmd, PartitionSearchFlags& flags, const SearchFlagsHelp& help) {
+  cmd.add_option("--mode", flags.mode, std::string(help.mode))->capture_default_str();
+  cmd.add_option("--budget", flags.budget, std::string(help.budget));
+  cmd.add_option("--seed", flags.seed, std::string(help.seed))->capture_default_str();
+}
+
+void apply_search_flags(const PartitionSearchFlags& flags, search::PartitionSearchOptions& options) {
+  const auto mode = search::parse_search_mode(flags.mode);
+  if (!mode) throw InputError({"", 0, 0, "--mode"}, fmt::format("expected mobo or exhaustive, got '{}'", flags.mode));
+  if (flags.budget && *flags.budget < 1) {
+    throw InputError({"", 0, 0, "--budget"}, fmt::format("the budget must be at least 1 measurement, got {}", *flags.budget));
+  }
+  options.mode = *mode;
+  options.budget = flags.budget ? std::optional<std::size_t>(static_cast<std::size_t>(*flags.budget)) : std::nullopt;
+  options.seed = flags.seed;
+}
+
+}  // namespace kareus::cli
