@@ -12,6 +12,24 @@
 namespace kareus::pipeline {
 namespace {
 
+struct Run {
+  double start, finish;
+  std::size_t node;
+  bool operator<(const Run& other) const { return start < other.start; }  // ties in any order
+};
+
+// The buffers of one expansion, kept per thread: allocating and zeroing them for every plan was a
+// tenth of the local search's instructions. Every buffer is written before it is read.
+struct Scratch {
+  std::vector<std::size_t> at, on_critical_path, bottleneck, critical, at_start, at_finish, stretch, merged;
+  std::vector<double> time, finish, tail, middle, best;
+  std::vector<Run> runs, merged_runs;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
 // For each of `nodes` (whose runs in the earliest-start schedule are disjoint, in time order, as
 // those of the nodes every longest path runs through are), the length of the longest path of the
 // DAG that avoids it, given each node's earliest finish, duration and longest path after it
@@ -23,20 +41,26 @@ namespace {
 // raises their answers to its path's length: range updates gathered in a sparse table, read once.
 // Paths no longer than `floor` are left out (the answer is then at most `floor`, where it would
 // have been below it anyway).
-std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
-                                     std::span<const double> time, std::span<const double> tail,
-                                     std::span<const std::size_t> nodes, double floor) {
+// The answers are the first nodes.size() entries of the returned span (in `s.best`).
+std::span<const double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
+                                         std::span<const double> time, std::span<const double> tail,
+                                         std::span<const std::size_t> nodes, double floor, Scratch& s) {
   const std::size_t k = nodes.size();
-  std::vector<double> middle(k);
+  std::vector<double>& middle = s.middle;
+  middle.resize(k);
   for (std::size_t i = 0; i < k; ++i) middle[i] = finish[nodes[i]] - time[nodes[i]] / 2;
-  // best[p][i]: the longest span over nodes i .. i + 2^p − 1, pushed down to level 0 at the end.
+  // best[p·k + i]: the longest span over nodes i .. i + 2^p − 1, pushed down to level 0 at the end.
   std::size_t levels = 1;
   while ((std::size_t{1} << levels) <= k) ++levels;
-  std::vector<std::vector<double>> best(levels, std::vector<double>(k, floor));
+  s.best.assign(levels * k, floor);
+  auto best = [&](std::size_t p, std::size_t i) -> double& { return s.best[p * k + i]; };
   // The first middle at or after each node's start and finish. A stage's nodes come in run order,
   // so one pointer walks the middles through it, restarting where the times go back.
   const std::size_t n = dag.num_nodes();
-  std::vector<std::size_t> at_start(n), at_finish(n);
+  std::vector<std::size_t>& at_start = s.at_start;
+  std::vector<std::size_t>& at_finish = s.at_finish;
+  at_start.resize(n);
+  at_finish.resize(n);
   std::size_t next = 0;
   for (std::size_t u = 0; u < n; ++u) {
     const double start = finish[u] - time[u];
@@ -50,8 +74,8 @@ std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const 
   auto raise = [&](std::size_t first, std::size_t last, double length, std::size_t own) {
     if (first == last || (last == first + 1 && nodes[first] == own)) return;
     const std::size_t p = static_cast<std::size_t>(std::bit_width(last - first)) - 1;
-    best[p][first] = std::max(best[p][first], length);
-    best[p][last - (std::size_t{1} << p)] = std::max(best[p][last - (std::size_t{1} << p)], length);
+    best(p, first) = std::max(best(p, first), length);
+    best(p, last - (std::size_t{1} << p)) = std::max(best(p, last - (std::size_t{1} << p)), length);
   };
   constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
   for (std::size_t u = 0; u < n; ++u) {
@@ -67,37 +91,36 @@ std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const 
   for (std::size_t p = levels - 1; p > 0; --p) {
     const std::size_t half = std::size_t{1} << (p - 1);
     for (std::size_t i = 0; i + (std::size_t{1} << p) <= k; ++i) {
-      best[p - 1][i] = std::max(best[p - 1][i], best[p][i]);
-      best[p - 1][i + half] = std::max(best[p - 1][i + half], best[p][i]);
+      best(p - 1, i) = std::max(best(p - 1, i), best(p, i));
+      best(p - 1, i + half) = std::max(best(p - 1, i + half), best(p, i));
     }
   }
-  return std::move(best[0]);
+  return std::span<const double>(s.best).first(k);
 }
 
 // The nodes of `critical` (every node on some longest path) that every longest path runs through.
 // A longest path has no waits, so at the middle m of v's run it runs some instruction; if it avoids
 // v, that instruction's run contains m (on one path with v it would lie wholly before or after).
 // So v is on every longest path exactly when no other node of `critical` runs at m.
-std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<const double> time,
-                                     std::span<const std::size_t> critical) {
-  struct Run {
-    double start, finish;
-    std::size_t node;
-    bool operator<(const Run& other) const { return start < other.start; }  // ties in any order
-  };
-  std::vector<Run> runs;
-  runs.reserve(critical.size());
+// The result goes to `s.bottleneck`.
+void bottlenecks(std::span<const double> finish, std::span<const double> time,
+                 std::span<const std::size_t> critical, Scratch& s) {
+  std::vector<Run>& runs = s.runs;
+  runs.clear();
   for (std::size_t v : critical) runs.push_back({finish[v] - time[v], finish[v], v});
   // `critical` lists a stage's nodes together and in run order, so the runs come as a few sorted
   // stretches: merging them pairwise (into a second buffer, then back) is cheaper than sorting.
-  std::vector<std::size_t> stretch{0};
+  std::vector<std::size_t>& stretch = s.stretch;
+  stretch.assign(1, 0);
   for (std::size_t k = 1; k < runs.size(); ++k) {
     if (runs[k] < runs[k - 1]) stretch.push_back(k);
   }
   stretch.push_back(runs.size());
-  std::vector<Run> merged_runs(runs.size());
+  std::vector<Run>& merged_runs = s.merged_runs;
+  merged_runs.resize(runs.size());
   while (stretch.size() > 2) {
-    std::vector<std::size_t> merged{0};
+    std::vector<std::size_t>& merged = s.merged;
+    merged.assign(1, 0);
     for (std::size_t i = 0; i + 1 < stretch.size(); i += 2) {
       const std::size_t end = stretch[std::min(i + 2, stretch.size() - 1)];
       std::merge(runs.begin() + static_cast<long>(stretch[i]), runs.begin() + static_cast<long>(stretch[i + 1]),
@@ -106,9 +129,10 @@ std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<c
       merged.push_back(end);
     }
     std::swap(runs, merged_runs);
-    stretch = std::move(merged);
+    std::swap(stretch, merged);
   }
-  std::vector<std::size_t> result;
+  std::vector<std::size_t>& result = s.bottleneck;
+  result.clear();
   double latest_finish = -std::numeric_limits<double>::infinity();  // of the runs before k
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const double middle = runs[k].finish - time[runs[k].node] / 2;
@@ -116,7 +140,6 @@ std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<c
     if (!covered) result.push_back(runs[k].node);
     latest_finish = std::max(latest_finish, runs[k].finish);
   }
-  return result;
 }
 
 }  // namespace
@@ -135,8 +158,11 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   const Model& first_model = *first_model_;
   const std::span<const std::span<const Candidate>> candidates_of = first_model.candidates_of;
   KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");
-  std::vector<std::size_t> at(n);  // candidate index per node
-  std::vector<double> time(n);
+  Scratch& s = scratch();
+  std::vector<std::size_t>& at = s.at;  // candidate index per node
+  std::vector<double>& time = s.time;
+  at.resize(n);
+  time.resize(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
     at[v] = first_model.costs[cost_of_[v]].candidate_of(plan.assignment[v]);
@@ -145,8 +171,12 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   }
   // The fastest candidate a faster move of v goes to.
   auto faster_reach = [&](std::size_t v) { return at[v] - std::min<std::size_t>(at[v], 2); };
-  std::vector<double> finish = dag_.earliest_finish<double>(time);
-  std::vector<double> tail = dag_.longest_after<double>(time);
+  std::vector<double>& finish = s.finish;
+  std::vector<double>& tail = s.tail;
+  finish.resize(n);
+  tail.resize(n);
+  dag_.earliest_finish_into<double>(time, finish);
+  dag_.longest_after_into<double>(time, tail);
   const double makespan = dag_.latest_finish<double>(finish);
   const double idle_power_w = options_.p_blocking_w * table_.num_stages();
   auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {
@@ -186,8 +216,8 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   // Slower: only the paths through v grow, so the new makespan is immediate. The same pass lists
   // the nodes on a critical path, for the faster moves below.
   const double critical_length = makespan - 1e-12 * makespan;
-  std::vector<std::size_t> on_critical_path;
-  on_critical_path.reserve(n);
+  std::vector<std::size_t>& on_critical_path = s.on_critical_path;
+  on_critical_path.clear();
   for (std::size_t v = 0; v < n; ++v) {
     const std::span<const Candidate> candidates = candidates_of[v];
     for (std::size_t to = at[v] + 1; to < candidates.size(); ++to) {
@@ -199,16 +229,18 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   // Faster: every path through v shortens, so the new makespan is the larger of
   // makespan − saving and the longest path avoiding v (longest_avoiding). That pays only when every
   // critical path runs through v.
-  std::vector<std::size_t> critical;
+  std::vector<std::size_t>& critical = s.critical;
+  critical.clear();
   double largest_saving = 0;
-  for (std::size_t v : bottlenecks(finish, time, on_critical_path)) {
+  bottlenecks(finish, time, on_critical_path, s);
+  for (std::size_t v : s.bottleneck) {
     if (at[v] == 0) continue;
     critical.push_back(v);
     largest_saving = std::max(largest_saving, time[v] - candidates_of[v][faster_reach(v)].time_s);
   }
   if (critical.empty()) return pareto_moves();
-  std::vector<double> avoiding =
-      longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving);
+  const std::span<const double> avoiding =
+      longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving, s);
   for (std::size_t k = 0; k < critical.size(); ++k) {
     const std::size_t v = critical[k];
     for (std::size_t to = faster_reach(v); to < at[v]; ++to) {
