@@ -1,5 +1,5 @@
 // The local search's moves (local_search.cpp) and what its rounds do to the front.
-#include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/local_search.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -35,7 +35,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     for (const FrontierPoint& plan : plans) {
-      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
+      for (const Move& m : neighbours(solver, plan)) {
         std::vector<std::uint16_t> moved = plan.assignment;
         moved[m.node] = m.option;
         TimeEnergy truth = evaluate_assignment(table, solver.dag(), moved, p);
@@ -70,7 +70,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
     for (const FrontierPoint& plan : plans) {
       const TimeEnergy origin = evaluate_assignment(table, dag, plan.assignment, p);
       std::vector<TimeEnergy> offered{origin};
-      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
+      for (const Move& m : neighbours(solver, plan)) {
         const TimeEnergy move{m.time_s, m.energy_j};
         RC_ASSERT(move.time_s < origin.time_s - 1e-9 || move.energy_j < origin.energy_j - 1e-6);
         for (std::size_t k = 1; k < offered.size(); ++k) {  // the moves' own figures: no rounding

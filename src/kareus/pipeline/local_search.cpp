@@ -1,13 +1,18 @@
-// The local search's moves: from a plan, the one-instruction option changes that can enter the
-// front, each with its exact time (the longest path through or avoiding the instruction) and energy.
-// solve_frontier (frontier_solver.cpp) runs the rounds that expand the front by them.
+// The local search: from a plan, the one-instruction option changes that can enter the front, each
+// with its exact time (the longest path through or avoiding the instruction) and energy; and the
+// rounds that expand the front by them.
+#include "kareus/pipeline/local_search.hpp"
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "kareus/core/error.hpp"
-#include "kareus/pipeline/frontier_solver.hpp"
 
 namespace kareus::pipeline {
 namespace {
@@ -144,7 +149,14 @@ void bottlenecks(std::span<const double> finish, std::span<const double> time,
 
 }  // namespace
 
-std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint& plan) const {
+FrontierPoint moved(FrontierPoint origin, const Move& move) {
+  origin.assignment[move.node] = move.option;
+  origin.time_s = move.time_s;
+  origin.energy_j = move.energy_j;
+  return origin;
+}
+
+std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan) {
   // A slower move goes one candidate on, and on past near-ties of the plan's option (times and
   // effective energies within a relative 1e-6): a move to one of those changes next to nothing, so
   // it never enters the front, and the search would stop short of the option beyond it. A faster
@@ -154,9 +166,9 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
     return std::abs(a.time_s - b.time_s) <= 1e-6 * a.time_s &&
            std::abs(a.effective_energy_j - b.effective_energy_j) <= 1e-6 * std::abs(a.effective_energy_j);
   };
-  const std::size_t n = dag_.num_nodes();
-  const Model& first_model = *first_model_;
-  const std::span<const std::span<const Candidate>> candidates_of = first_model.candidates_of;
+  const InstructionDag& dag = solver.dag();
+  const std::size_t n = dag.num_nodes();
+  const std::span<const std::span<const Candidate>> candidates_of = solver.candidates();
   KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");
   Scratch& s = scratch();
   std::vector<std::size_t>& at = s.at;  // candidate index per node
@@ -165,7 +177,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   time.resize(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    at[v] = first_model.costs[cost_of_[v]].candidate_of(plan.assignment[v]);
+    at[v] = solver.candidate_index(v, plan.assignment[v]);
     time[v] = candidates_of[v][at[v]].time_s;
     sum_effective += candidates_of[v][at[v]].effective_energy_j;
   }
@@ -175,10 +187,10 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   std::vector<double>& tail = s.tail;
   finish.resize(n);
   tail.resize(n);
-  dag_.earliest_finish_into<double>(time, finish);
-  dag_.longest_after_into<double>(time, tail);
-  const double makespan = dag_.latest_finish<double>(finish);
-  const double idle_power_w = options_.p_blocking_w * table_.num_stages();
+  dag.earliest_finish_into<double>(time, finish);
+  dag.longest_after_into<double>(time, tail);
+  const double makespan = dag.latest_finish<double>(finish);
+  const double idle_power_w = solver.options().p_blocking_w * solver.num_stages();
   auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {
     return sum_effective - candidates_of[v][at[v]].effective_energy_j + to.effective_energy_j +
            idle_power_w * new_makespan;
@@ -240,7 +252,7 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   }
   if (critical.empty()) return pareto_moves();
   const std::span<const double> avoiding =
-      longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving, s);
+      longest_avoiding(dag, finish, time, tail, critical, makespan - largest_saving, s);
   for (std::size_t k = 0; k < critical.size(); ++k) {
     const std::size_t v = critical[k];
     for (std::size_t to = faster_reach(v); to < at[v]; ++to) {
@@ -250,6 +262,101 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
     }
   }
   return pareto_moves();
+}
+
+LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& front, const SolverOptions& options,
+                                    const std::function<void(const SolverProgress&)>& progress) {
+  // Every plan that enters is expanded, by a faster move or a slower one: expanding only those a
+  // faster move found (as two rounds once did) left gaps of up to 11% to the exact frontier on
+  // irregular tables.
+  //
+  // Plans are expanded in chunks, taken from the front as it stands and copied: a chunk's moves are
+  // found in parallel while this thread offers the previous chunk's, in order. So the result does
+  // not depend on the number of threads, and two chunks of plans are copied at a time.
+  constexpr std::size_t kChunk = 64;
+  using Moves = std::vector<Move>;
+  struct Chunk {
+    std::vector<FrontierPoint> origins;
+    std::vector<std::optional<Moves>> moves;                    // per origin; some found ahead
+    std::vector<std::vector<std::optional<Moves>>> next_moves;  // per origin, as in MovesFound
+  };
+  LocalSearchOutcome outcome;
+  std::vector<double> pending;
+  for (const auto& [time, kept] : front.plans()) pending.push_back(time);
+  // The plans of pending[first, first + kChunk) still in the front, with the moves found ahead.
+  auto take_chunk = [&](std::size_t first, Chunk& chunk) {
+    chunk.origins.clear();
+    chunk.moves.clear();
+    chunk.next_moves.clear();
+    for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
+      SearchFront::Kept* kept = front.find(pending[k]);
+      if (kept == nullptr) continue;  // dominated since
+      chunk.origins.push_back(kept->point);
+      chunk.moves.push_back(std::exchange(kept->extra.moves, std::nullopt));
+      chunk.next_moves.push_back(std::exchange(kept->extra.next_moves, {}));
+    }
+  };
+  auto find_moves = [&solver](Chunk& chunk) {
+    tbb::parallel_for(std::size_t{0}, chunk.origins.size(), [&](std::size_t k) {
+      if (!chunk.moves[k]) chunk.moves[k] = neighbours(solver, chunk.origins[k]);
+    });
+  };
+  Chunk chunks[2];  // the one being offered, the one whose moves are being found
+  tbb::task_group expansion;
+  try {
+    // The budget is counted in expansions times instructions (an expansion's cost grows with the
+    // DAG), and checked before each round after the first: a round starts only if it fits.
+    const double instructions = static_cast<double>(solver.dag().num_nodes());
+    for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
+      if (round > 0 && static_cast<double>(outcome.expansions + static_cast<long>(pending.size())) * instructions >
+                           options.local_search_budget) {
+        break;
+      }
+      std::vector<double> entered;
+      take_chunk(0, chunks[0]);
+      expansion.run([&find_moves, &chunks] { find_moves(chunks[0]); });
+      for (std::size_t c = 0; c * kChunk < pending.size(); ++c) {
+        if (progress) {
+          progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, c * kChunk,
+                    pending.size()});
+        }
+        expansion.wait();
+        if ((c + 1) * kChunk < pending.size()) {
+          Chunk* next = &chunks[(c + 1) % 2];
+          take_chunk((c + 1) * kChunk, *next);
+          expansion.run([&find_moves, next] { find_moves(*next); });
+        }
+        Chunk& ready = chunks[c % 2];
+        for (std::size_t k = 0; k < ready.origins.size(); ++k) {
+          const Moves& moves = *ready.moves[k];
+          for (std::size_t i = 0; i < moves.size(); ++i) {
+            const Move& m = moves[i];
+            if (front.dominated(m.time_s, m.energy_j)) {  // spare the copy
+              front.count_refused();
+              continue;
+            }
+            MovesFound found;
+            if (i < ready.next_moves[k].size()) found.moves = std::move(ready.next_moves[k][i]);
+            if (front.offer(moved(ready.origins[k], m), std::move(found))) entered.push_back(m.time_s);
+          }
+        }
+      }
+      outcome.expansions += static_cast<long>(pending.size());
+      outcome.rounds = round + 1;
+      // A time enters twice when a plan replaces one of the same time that entered before it.
+      std::ranges::sort(entered);
+      entered.erase(std::unique(entered.begin(), entered.end()), entered.end());
+      pending = std::move(entered);
+    }
+  } catch (...) {
+    try {
+      expansion.wait();  // it refers to this frame
+    } catch (...) {
+    }
+    throw;
+  }
+  outcome.converged = pending.empty();
+  return outcome;
 }
 
 }  // namespace kareus::pipeline
