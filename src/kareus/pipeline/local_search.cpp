@@ -305,7 +305,8 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
   tbb::task_group expansion;
   try {
     // The budget is counted in expansions times instructions (an expansion's cost grows with the
-    // DAG), and checked before each round after the first: a round starts only if it fits.
+    // DAG), and checked before each round after the first: a round starts only if the plans
+    // expanded so far and all it has pending fit (some of those are dominated before their turn).
     const double instructions = static_cast<double>(solver.dag().num_nodes());
     for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
       if (round > 0 && static_cast<double>(outcome.expansions + static_cast<long>(pending.size())) * instructions >
@@ -327,6 +328,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
           expansion.run([&find_moves, next] { find_moves(*next); });
         }
         Chunk& ready = chunks[c % 2];
+        outcome.expansions += static_cast<long>(ready.origins.size());
         for (std::size_t k = 0; k < ready.origins.size(); ++k) {
           const Moves& moves = *ready.moves[k];
           for (std::size_t i = 0; i < moves.size(); ++i) {
@@ -341,7 +343,6 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
           }
         }
       }
-      outcome.expansions += static_cast<long>(pending.size());
       outcome.rounds = round + 1;
       // A time enters twice when a plan replaces one of the same time that entered before it.
       std::ranges::sort(entered);
