@@ -66,14 +66,19 @@ std::span<const double> longest_avoiding(const InstructionDag& dag, std::span<co
   std::vector<std::size_t>& at_finish = s.at_finish;
   at_start.resize(n);
   at_finish.resize(n);
+  // Only the nodes on a path longer than `floor` are read below (an edge's path is no longer than
+  // the longest through its head), and the pointer only catches up when it skips the others.
   std::size_t next = 0;
+  double last_finish = -std::numeric_limits<double>::infinity();
   for (std::size_t u = 0; u < n; ++u) {
+    if (finish[u] + tail[u] <= floor) continue;
     const double start = finish[u] - time[u];
-    if (u > 0 && start < finish[u - 1]) next = 0;
+    if (start < last_finish) next = 0;
     for (; next < k && middle[next] < start; ++next) {}
     at_start[u] = next;
     for (; next < k && middle[next] < finish[u]; ++next) {}
     at_finish[u] = next;
+    last_finish = finish[u];
   }
   // Raises the answers of nodes first .. last − 1 to `length`; a node's own run does not count.
   auto raise = [&](std::size_t first, std::size_t last, double length, std::size_t own) {
