@@ -207,6 +207,8 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
   const double plan_energy = sum_effective + idle_power_w * makespan;
   std::vector<Move> moves{{n, 0, makespan, plan_energy}};
   auto add_step = [&](const Move& m) {
+    // The last step is the slowest and cheapest: most moves it dominates spare the search.
+    if (m.time_s >= moves.back().time_s && m.energy_j >= moves.back().energy_j) return;
     auto after = std::upper_bound(moves.begin(), moves.end(), m.time_s,
                                   [](double time_s, const Move& step) { return time_s < step.time_s; });
     if (after != moves.begin() && std::prev(after)->energy_j <= m.energy_j) return;
@@ -282,8 +284,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
   using Moves = std::vector<Move>;
   struct Chunk {
     std::vector<FrontierPoint> origins;
-    std::vector<std::optional<Moves>> moves;                    // per origin; some found ahead
-    std::vector<std::vector<std::optional<Moves>>> next_moves;  // per origin, as in MovesFound
+    std::vector<std::optional<Moves>> moves;  // per origin; some found ahead
   };
   LocalSearchOutcome outcome;
   std::vector<double> pending;
@@ -292,13 +293,11 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
   auto take_chunk = [&](std::size_t first, Chunk& chunk) {
     chunk.origins.clear();
     chunk.moves.clear();
-    chunk.next_moves.clear();
     for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
       SearchFront::Kept* kept = front.find(pending[k]);
       if (kept == nullptr) continue;  // dominated since
       chunk.origins.push_back(kept->point);
       chunk.moves.push_back(std::exchange(kept->extra.moves, std::nullopt));
-      chunk.next_moves.push_back(std::exchange(kept->extra.next_moves, {}));
     }
   };
   auto find_moves = [&solver](Chunk& chunk) {
@@ -336,15 +335,12 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
         outcome.expansions += static_cast<long>(ready.origins.size());
         for (std::size_t k = 0; k < ready.origins.size(); ++k) {
           const Moves& moves = *ready.moves[k];
-          for (std::size_t i = 0; i < moves.size(); ++i) {
-            const Move& m = moves[i];
+          for (const Move& m : moves) {
             if (front.dominated(m.time_s, m.energy_j)) {  // spare the copy
               front.count_refused();
               continue;
             }
-            MovesFound found;
-            if (i < ready.next_moves[k].size()) found.moves = std::move(ready.next_moves[k][i]);
-            if (front.offer(moved(ready.origins[k], m), std::move(found))) entered.push_back(m.time_s);
+            if (front.offer(moved(ready.origins[k], m))) entered.push_back(m.time_s);
           }
         }
       }

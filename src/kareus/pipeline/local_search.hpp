@@ -37,10 +37,9 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
 FrontierPoint moved(FrontierPoint origin, const Move& move);
 
 // What a plan of the front carries for the local search: its moves when found ahead (while the
-// steps ran), and, one per move, those of the plan each move leads to.
+// steps ran).
 struct MovesFound {
   std::optional<std::vector<Move>> moves;
-  std::vector<std::optional<std::vector<Move>>> next_moves;  // empty, or one per move
 };
 using SearchFront = PlanFront<MovesFound>;
 
