@@ -117,5 +117,36 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
   }
 }
 
+// run_local_search on its own: run without a budget it reports convergence, and then no plan of
+// the front has a move the front would take (the definition of converged); it never loses a plan
+// Phillips–Dessouky's steps gave it.
+RC_GTEST_PROP(FrontierSolver, ConvergedRoundsLeaveNoPlanWithAnEnteringMove, ()) {
+  const auto [table, schedule] = random_small_pipeline();
+  const SolverOptions options{.p_blocking_w = 60, .unit_time_s = 1e-3, .local_search_budget = 1e15};
+  FrontierSolver solver(table, schedule, options);
+  SearchFront front;
+  std::vector<TimeEnergy> stepped;
+  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
+    for (FrontierPoint& plan : plans) {
+      stepped.push_back(plan.time_energy());
+      front.offer(std::move(plan));
+    }
+  }
+  const LocalSearchOutcome outcome = run_local_search(solver, front, options, {});
+  RC_ASSERT(outcome.converged);
+  RC_ASSERT(outcome.rounds >= 1);
+  std::vector<TimeEnergy> kept;
+  for (const auto& [time_s, plan] : front.plans()) {
+    kept.push_back(plan.point.time_energy());
+    for (const Move& m : neighbours(solver, plan.point)) RC_ASSERT(front.dominated(m.time_s, m.energy_j));
+  }
+  for (const TimeEnergy& p : stepped) {
+    // Within the front's tolerances, which a chain of replacements can take twice (plan_front.hpp).
+    auto energy = min_energy_within_time(kept, p.time_s * (1 + 2e-8));
+    RC_ASSERT(energy.has_value());
+    RC_ASSERT(*energy <= p.energy_j * (1 + 1e-8));
+  }
+}
+
 }  // namespace
 }  // namespace kareus::pipeline
