@@ -1,4 +1,4 @@
-// solve_frontier (frontier_solver.cpp): steps, plans and local search on threads, and the front.
+// solve_frontier (solve_frontier.cpp): steps, plans and local search on threads, and the front.
 #include "kareus/pipeline/frontier_solver.hpp"
 
 #include <gtest/gtest.h>

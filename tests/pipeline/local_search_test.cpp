@@ -1,5 +1,5 @@
 // The local search's moves (local_search.cpp) and what its rounds do to the front.
-#include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/local_search.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -35,7 +35,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     for (const FrontierPoint& plan : plans) {
-      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
+      for (const Move& m : neighbours(solver, plan)) {
         std::vector<std::uint16_t> moved = plan.assignment;
         moved[m.node] = m.option;
         TimeEnergy truth = evaluate_assignment(table, solver.dag(), moved, p);
@@ -70,7 +70,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
     for (const FrontierPoint& plan : plans) {
       const TimeEnergy origin = evaluate_assignment(table, dag, plan.assignment, p);
       std::vector<TimeEnergy> offered{origin};
-      for (const FrontierSolver::Move& m : solver.neighbours(plan)) {
+      for (const Move& m : neighbours(solver, plan)) {
         const TimeEnergy move{m.time_s, m.energy_j};
         RC_ASSERT(move.time_s < origin.time_s - 1e-9 || move.energy_j < origin.energy_j - 1e-6);
         for (std::size_t k = 1; k < offered.size(); ++k) {  // the moves' own figures: no rounding
@@ -114,6 +114,37 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
     auto energy = min_energy_within_time(points, q.time_s * (1 + 1e-8));
     RC_ASSERT(energy.has_value());
     RC_ASSERT(*energy <= q.energy_j);
+  }
+}
+
+// run_local_search on its own: run without a budget it reports convergence, and then no plan of
+// the front has a move the front would take (the definition of converged); it never loses a plan
+// Phillips–Dessouky's steps gave it.
+RC_GTEST_PROP(FrontierSolver, ConvergedRoundsLeaveNoPlanWithAnEnteringMove, ()) {
+  const auto [table, schedule] = random_small_pipeline();
+  const SolverOptions options{.p_blocking_w = 60, .unit_time_s = 1e-3, .local_search_budget = 1e15};
+  FrontierSolver solver(table, schedule, options);
+  SearchFront front;
+  std::vector<TimeEnergy> stepped;
+  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
+    for (FrontierPoint& plan : plans) {
+      stepped.push_back(plan.time_energy());
+      front.offer(std::move(plan));
+    }
+  }
+  const LocalSearchOutcome outcome = run_local_search(solver, front, options, {});
+  RC_ASSERT(outcome.converged);
+  RC_ASSERT(outcome.rounds >= 1);
+  std::vector<TimeEnergy> kept;
+  for (const auto& [time_s, plan] : front.plans()) {
+    kept.push_back(plan.point.time_energy());
+    for (const Move& m : neighbours(solver, plan.point)) RC_ASSERT(front.dominated(m.time_s, m.energy_j));
+  }
+  for (const TimeEnergy& p : stepped) {
+    // Within the front's tolerances, which a chain of replacements can take twice (plan_front.hpp).
+    auto energy = min_energy_within_time(kept, p.time_s * (1 + 2e-8));
+    RC_ASSERT(energy.has_value());
+    RC_ASSERT(*energy <= p.energy_j * (1 + 1e-8));
   }
 }
 

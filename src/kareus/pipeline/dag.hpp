@@ -46,27 +46,38 @@ class InstructionDag {
   // Earliest finish of every node when node n takes durations[n] (longest path from the start).
   template <typename T>
   std::vector<T> earliest_finish(std::span<const T> durations) const {
-    std::vector<T> finish(num_nodes(), T{});
+    std::vector<T> finish(num_nodes());
+    earliest_finish_into(durations, std::span<T>(finish));
+    return finish;
+  }
+  // The same into `finish` (num_nodes() long), for callers that reuse their buffers.
+  template <typename T>
+  void earliest_finish_into(std::span<const T> durations, std::span<T> finish) const {
     for (std::size_t n : topo_) {
       T start{};
       for (std::size_t k = pred_offset_[n]; k < pred_offset_[n + 1]; ++k) start = std::max(start, finish[pred_node_[k]]);
       finish[n] = start + durations[n];
     }
-    return finish;
   }
 
   // Longest path after every node's finish to the end (0 for nodes without successors); a node is
   // critical when its earliest finish plus this equals the makespan.
   template <typename T>
   std::vector<T> longest_after(std::span<const T> durations) const {
-    std::vector<T> after(num_nodes(), T{});
+    std::vector<T> after(num_nodes());
+    longest_after_into(durations, std::span<T>(after));
+    return after;
+  }
+  template <typename T>
+  void longest_after_into(std::span<const T> durations, std::span<T> after) const {
     for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
+      T longest{};
       for (std::size_t e = succ_offset_[*it]; e < succ_offset_[*it + 1]; ++e) {
         const std::size_t w = edge_to_[e];
-        after[*it] = std::max(after[*it], durations[w] + after[w]);
+        longest = std::max(longest, durations[w] + after[w]);
       }
+      after[*it] = longest;
     }
-    return after;
   }
 
   // The latest of the earliest finishes: only nodes without successors need looking at.

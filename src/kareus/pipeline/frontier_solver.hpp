@@ -15,13 +15,15 @@
 // real option times; its energy `Σ E + P·(S·T − Σ t)`: one GPU per stage, idle time at P.
 //
 // The parts live in one file each: phillips_dessouky.cpp (the cost models and steps),
-// plan_realization.cpp (plans on the true options, slack reclamation), local_search.cpp (a plan's
-// moves), frontier_solver.cpp (solve_frontier: those on threads, the local search's rounds, the front).
+// plan_realization.cpp (plans on the true options, slack reclamation), local_search.hpp/.cpp (a
+// plan's moves and the rounds), plan_front.hpp (the Pareto set of plans), solve_frontier.cpp
+// (solve_frontier: those on threads).
 //
 // Thread-safety: a FrontierSolver is single-threaded, with two exceptions: evaluate() may run on a
 // second thread while advance() runs (that is how solve_frontier turns steps into plans on one core
-// while the next steps run on another), and neighbours() on any threads at any time. Distinct
-// solvers are independent.
+// while the next steps run on another), and dag(), candidates(), candidate_index(), options() and
+// num_stages() (what the local search reads) on any threads at any time. Distinct solvers are
+// independent.
 // Example:
 //   FrontierSolver solver(table, schedule, {.p_blocking_w = 83.64});
 //   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) use(plans);
@@ -55,8 +57,8 @@ struct SolverOptions {
   // until no plan of the front has a move that enters the front, or this many rounds are spent, or
   // the next round would take its expansions times the DAG's instructions past the budget
   // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
-  // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 48
-  // (768 instructions) after about two rounds.
+  // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 12
+  // (192 instructions) after 13 rounds of the 191 it needs, at 8 × 48 (768) after 2.
   int local_search_rounds = 1000;
   double local_search_budget = 1e7;
 };
@@ -111,18 +113,14 @@ class FrontierSolver {
   // change from the step before, and a plan equal to the last one is restamped, not evaluated again.
   std::vector<FrontierPoint> evaluate(const PlannedStep& step);
 
-  // A plan one option away from another: `node` takes table option `option`; the plan's true time
-  // and energy.
-  struct Move {
-    std::size_t node = 0;
-    std::uint16_t option = 0;
-    double time_s = 0, energy_j = 0;
-  };
-  // The moves from `plan` (a plan of this solver) that can pay: of each instruction one candidate
-  // slower (and on past near-ties), and of each one that every critical path runs through one and
-  // two candidates faster, those that
-  // neither the plan nor another move dominates; time ascending.
-  std::vector<Move> neighbours(const FrontierPoint& plan) const;
+  // Every node's candidates (the same in every model) and the index among them of table option
+  // `option` of node `node`: what the local search (local_search.hpp) moves between.
+  std::span<const std::span<const Candidate>> candidates() const { return first_model_->candidates_of; }
+  std::size_t candidate_index(std::size_t node, std::size_t option) const {
+    return first_model_->costs[cost_of_[node]].candidate_of(option);
+  }
+  const SolverOptions& options() const { return options_; }
+  int num_stages() const { return table_.num_stages(); }
 
   const InstructionDag& dag() const { return dag_; }
   const SolverStats& stats() const { return stats_; }
@@ -187,7 +185,7 @@ class FrontierSolver {
   // The user's unit's model, then the finer one; a deque, so steps still being evaluated keep theirs.
   std::deque<Model> models_;
   // The options' candidates are the same in every model; the first model's stay in place while the
-  // steps add the finer one, so neighbours() reads them there.
+  // steps add the finer one, so candidates() reads them there.
   const Model* first_model_ = nullptr;
   std::vector<long> durations_;
   long makespan_ = 0;

@@ -1,16 +1,39 @@
-// The local search's moves: from a plan, the one-instruction option changes that can enter the
-// front, each with its exact time (the longest path through or avoiding the instruction) and energy.
-// solve_frontier (frontier_solver.cpp) runs the rounds that expand the front by them.
+// The local search: from a plan, the one-instruction option changes that can enter the front, each
+// with its exact time (the longest path through or avoiding the instruction) and energy; and the
+// rounds that expand the front by them.
+#include "kareus/pipeline/local_search.hpp"
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "kareus/core/error.hpp"
-#include "kareus/pipeline/frontier_solver.hpp"
 
 namespace kareus::pipeline {
 namespace {
+
+struct Run {
+  double start, finish;
+  std::size_t node;
+  bool operator<(const Run& other) const { return start < other.start; }  // ties in any order
+};
+
+// The buffers of one expansion, kept per thread: allocating and zeroing them for every plan was a
+// tenth of the local search's instructions. Every buffer is written before it is read.
+struct Scratch {
+  std::vector<std::size_t> at, on_critical_path, bottleneck, critical, at_start, at_finish, stretch, merged;
+  std::vector<double> time, finish, tail, middle, best;
+  std::vector<Run> runs, merged_runs;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
 
 // For each of `nodes` (whose runs in the earliest-start schedule are disjoint, in time order, as
 // those of the nodes every longest path runs through are), the length of the longest path of the
@@ -23,35 +46,46 @@ namespace {
 // raises their answers to its path's length: range updates gathered in a sparse table, read once.
 // Paths no longer than `floor` are left out (the answer is then at most `floor`, where it would
 // have been below it anyway).
-std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
-                                     std::span<const double> time, std::span<const double> tail,
-                                     std::span<const std::size_t> nodes, double floor) {
+// The answers are the first nodes.size() entries of the returned span (in `s.best`).
+std::span<const double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
+                                         std::span<const double> time, std::span<const double> tail,
+                                         std::span<const std::size_t> nodes, double floor, Scratch& s) {
   const std::size_t k = nodes.size();
-  std::vector<double> middle(k);
+  std::vector<double>& middle = s.middle;
+  middle.resize(k);
   for (std::size_t i = 0; i < k; ++i) middle[i] = finish[nodes[i]] - time[nodes[i]] / 2;
-  // best[p][i]: the longest span over nodes i .. i + 2^p − 1, pushed down to level 0 at the end.
+  // best[p·k + i]: the longest span over nodes i .. i + 2^p − 1, pushed down to level 0 at the end.
   std::size_t levels = 1;
   while ((std::size_t{1} << levels) <= k) ++levels;
-  std::vector<std::vector<double>> best(levels, std::vector<double>(k, floor));
+  s.best.assign(levels * k, floor);
+  auto best = [&](std::size_t p, std::size_t i) -> double& { return s.best[p * k + i]; };
   // The first middle at or after each node's start and finish. A stage's nodes come in run order,
   // so one pointer walks the middles through it, restarting where the times go back.
   const std::size_t n = dag.num_nodes();
-  std::vector<std::size_t> at_start(n), at_finish(n);
+  std::vector<std::size_t>& at_start = s.at_start;
+  std::vector<std::size_t>& at_finish = s.at_finish;
+  at_start.resize(n);
+  at_finish.resize(n);
+  // Only the nodes on a path longer than `floor` are read below (an edge's path is no longer than
+  // the longest through its head), and the pointer only catches up when it skips the others.
   std::size_t next = 0;
+  double last_finish = -std::numeric_limits<double>::infinity();
   for (std::size_t u = 0; u < n; ++u) {
+    if (finish[u] + tail[u] <= floor) continue;
     const double start = finish[u] - time[u];
-    if (u > 0 && start < finish[u - 1]) next = 0;
+    if (start < last_finish) next = 0;
     for (; next < k && middle[next] < start; ++next) {}
     at_start[u] = next;
     for (; next < k && middle[next] < finish[u]; ++next) {}
     at_finish[u] = next;
+    last_finish = finish[u];
   }
   // Raises the answers of nodes first .. last − 1 to `length`; a node's own run does not count.
   auto raise = [&](std::size_t first, std::size_t last, double length, std::size_t own) {
     if (first == last || (last == first + 1 && nodes[first] == own)) return;
     const std::size_t p = static_cast<std::size_t>(std::bit_width(last - first)) - 1;
-    best[p][first] = std::max(best[p][first], length);
-    best[p][last - (std::size_t{1} << p)] = std::max(best[p][last - (std::size_t{1} << p)], length);
+    best(p, first) = std::max(best(p, first), length);
+    best(p, last - (std::size_t{1} << p)) = std::max(best(p, last - (std::size_t{1} << p)), length);
   };
   constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
   for (std::size_t u = 0; u < n; ++u) {
@@ -67,37 +101,36 @@ std::vector<double> longest_avoiding(const InstructionDag& dag, std::span<const 
   for (std::size_t p = levels - 1; p > 0; --p) {
     const std::size_t half = std::size_t{1} << (p - 1);
     for (std::size_t i = 0; i + (std::size_t{1} << p) <= k; ++i) {
-      best[p - 1][i] = std::max(best[p - 1][i], best[p][i]);
-      best[p - 1][i + half] = std::max(best[p - 1][i + half], best[p][i]);
+      best(p - 1, i) = std::max(best(p - 1, i), best(p, i));
+      best(p - 1, i + half) = std::max(best(p - 1, i + half), best(p, i));
     }
   }
-  return std::move(best[0]);
+  return std::span<const double>(s.best).first(k);
 }
 
 // The nodes of `critical` (every node on some longest path) that every longest path runs through.
 // A longest path has no waits, so at the middle m of v's run it runs some instruction; if it avoids
 // v, that instruction's run contains m (on one path with v it would lie wholly before or after).
 // So v is on every longest path exactly when no other node of `critical` runs at m.
-std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<const double> time,
-                                     std::span<const std::size_t> critical) {
-  struct Run {
-    double start, finish;
-    std::size_t node;
-    bool operator<(const Run& other) const { return start < other.start; }  // ties in any order
-  };
-  std::vector<Run> runs;
-  runs.reserve(critical.size());
+// The result goes to `s.bottleneck`.
+void bottlenecks(std::span<const double> finish, std::span<const double> time,
+                 std::span<const std::size_t> critical, Scratch& s) {
+  std::vector<Run>& runs = s.runs;
+  runs.clear();
   for (std::size_t v : critical) runs.push_back({finish[v] - time[v], finish[v], v});
   // `critical` lists a stage's nodes together and in run order, so the runs come as a few sorted
   // stretches: merging them pairwise (into a second buffer, then back) is cheaper than sorting.
-  std::vector<std::size_t> stretch{0};
+  std::vector<std::size_t>& stretch = s.stretch;
+  stretch.assign(1, 0);
   for (std::size_t k = 1; k < runs.size(); ++k) {
     if (runs[k] < runs[k - 1]) stretch.push_back(k);
   }
   stretch.push_back(runs.size());
-  std::vector<Run> merged_runs(runs.size());
+  std::vector<Run>& merged_runs = s.merged_runs;
+  merged_runs.resize(runs.size());
   while (stretch.size() > 2) {
-    std::vector<std::size_t> merged{0};
+    std::vector<std::size_t>& merged = s.merged;
+    merged.assign(1, 0);
     for (std::size_t i = 0; i + 1 < stretch.size(); i += 2) {
       const std::size_t end = stretch[std::min(i + 2, stretch.size() - 1)];
       std::merge(runs.begin() + static_cast<long>(stretch[i]), runs.begin() + static_cast<long>(stretch[i + 1]),
@@ -106,9 +139,10 @@ std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<c
       merged.push_back(end);
     }
     std::swap(runs, merged_runs);
-    stretch = std::move(merged);
+    std::swap(stretch, merged);
   }
-  std::vector<std::size_t> result;
+  std::vector<std::size_t>& result = s.bottleneck;
+  result.clear();
   double latest_finish = -std::numeric_limits<double>::infinity();  // of the runs before k
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const double middle = runs[k].finish - time[runs[k].node] / 2;
@@ -116,12 +150,18 @@ std::vector<std::size_t> bottlenecks(std::span<const double> finish, std::span<c
     if (!covered) result.push_back(runs[k].node);
     latest_finish = std::max(latest_finish, runs[k].finish);
   }
-  return result;
 }
 
 }  // namespace
 
-std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint& plan) const {
+FrontierPoint moved(FrontierPoint origin, const Move& move) {
+  origin.assignment[move.node] = move.option;
+  origin.time_s = move.time_s;
+  origin.energy_j = move.energy_j;
+  return origin;
+}
+
+std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan) {
   // A slower move goes one candidate on, and on past near-ties of the plan's option (times and
   // effective energies within a relative 1e-6): a move to one of those changes next to nothing, so
   // it never enters the front, and the search would stop short of the option beyond it. A faster
@@ -131,24 +171,31 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
     return std::abs(a.time_s - b.time_s) <= 1e-6 * a.time_s &&
            std::abs(a.effective_energy_j - b.effective_energy_j) <= 1e-6 * std::abs(a.effective_energy_j);
   };
-  const std::size_t n = dag_.num_nodes();
-  const Model& first_model = *first_model_;
-  const std::span<const std::span<const Candidate>> candidates_of = first_model.candidates_of;
+  const InstructionDag& dag = solver.dag();
+  const std::size_t n = dag.num_nodes();
+  const std::span<const std::span<const Candidate>> candidates_of = solver.candidates();
   KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");
-  std::vector<std::size_t> at(n);  // candidate index per node
-  std::vector<double> time(n);
+  Scratch& s = scratch();
+  std::vector<std::size_t>& at = s.at;  // candidate index per node
+  std::vector<double>& time = s.time;
+  at.resize(n);
+  time.resize(n);
   double sum_effective = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    at[v] = first_model.costs[cost_of_[v]].candidate_of(plan.assignment[v]);
+    at[v] = solver.candidate_index(v, plan.assignment[v]);
     time[v] = candidates_of[v][at[v]].time_s;
     sum_effective += candidates_of[v][at[v]].effective_energy_j;
   }
   // The fastest candidate a faster move of v goes to.
   auto faster_reach = [&](std::size_t v) { return at[v] - std::min<std::size_t>(at[v], 2); };
-  std::vector<double> finish = dag_.earliest_finish<double>(time);
-  std::vector<double> tail = dag_.longest_after<double>(time);
-  const double makespan = dag_.latest_finish<double>(finish);
-  const double idle_power_w = options_.p_blocking_w * table_.num_stages();
+  std::vector<double>& finish = s.finish;
+  std::vector<double>& tail = s.tail;
+  finish.resize(n);
+  tail.resize(n);
+  dag.earliest_finish_into<double>(time, finish);
+  dag.longest_after_into<double>(time, tail);
+  const double makespan = dag.latest_finish<double>(finish);
+  const double idle_power_w = solver.options().p_blocking_w * solver.num_stages();
   auto energy_of = [&](std::size_t v, const Candidate& to, double new_makespan) {
     return sum_effective - candidates_of[v][at[v]].effective_energy_j + to.effective_energy_j +
            idle_power_w * new_makespan;
@@ -160,6 +207,8 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   const double plan_energy = sum_effective + idle_power_w * makespan;
   std::vector<Move> moves{{n, 0, makespan, plan_energy}};
   auto add_step = [&](const Move& m) {
+    // The last step is the slowest and cheapest: most moves it dominates spare the search.
+    if (m.time_s >= moves.back().time_s && m.energy_j >= moves.back().energy_j) return;
     auto after = std::upper_bound(moves.begin(), moves.end(), m.time_s,
                                   [](double time_s, const Move& step) { return time_s < step.time_s; });
     if (after != moves.begin() && std::prev(after)->energy_j <= m.energy_j) return;
@@ -186,8 +235,8 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   // Slower: only the paths through v grow, so the new makespan is immediate. The same pass lists
   // the nodes on a critical path, for the faster moves below.
   const double critical_length = makespan - 1e-12 * makespan;
-  std::vector<std::size_t> on_critical_path;
-  on_critical_path.reserve(n);
+  std::vector<std::size_t>& on_critical_path = s.on_critical_path;
+  on_critical_path.clear();
   for (std::size_t v = 0; v < n; ++v) {
     const std::span<const Candidate> candidates = candidates_of[v];
     for (std::size_t to = at[v] + 1; to < candidates.size(); ++to) {
@@ -199,16 +248,18 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
   // Faster: every path through v shortens, so the new makespan is the larger of
   // makespan − saving and the longest path avoiding v (longest_avoiding). That pays only when every
   // critical path runs through v.
-  std::vector<std::size_t> critical;
+  std::vector<std::size_t>& critical = s.critical;
+  critical.clear();
   double largest_saving = 0;
-  for (std::size_t v : bottlenecks(finish, time, on_critical_path)) {
+  bottlenecks(finish, time, on_critical_path, s);
+  for (std::size_t v : s.bottleneck) {
     if (at[v] == 0) continue;
     critical.push_back(v);
     largest_saving = std::max(largest_saving, time[v] - candidates_of[v][faster_reach(v)].time_s);
   }
   if (critical.empty()) return pareto_moves();
-  std::vector<double> avoiding =
-      longest_avoiding(dag_, finish, time, tail, critical, makespan - largest_saving);
+  const std::span<const double> avoiding =
+      longest_avoiding(dag, finish, time, tail, critical, makespan - largest_saving, s);
   for (std::size_t k = 0; k < critical.size(); ++k) {
     const std::size_t v = critical[k];
     for (std::size_t to = faster_reach(v); to < at[v]; ++to) {
@@ -218,6 +269,96 @@ std::vector<FrontierSolver::Move> FrontierSolver::neighbours(const FrontierPoint
     }
   }
   return pareto_moves();
+}
+
+LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& front, const SolverOptions& options,
+                                    const std::function<void(const SolverProgress&)>& progress) {
+  // Every plan that enters is expanded, by a faster move or a slower one: expanding only those a
+  // faster move found (as two rounds once did) left gaps of up to 11% to the exact frontier on
+  // irregular tables.
+  //
+  // Plans are expanded in chunks, taken from the front as it stands and copied: a chunk's moves are
+  // found in parallel while this thread offers the previous chunk's, in order. So the result does
+  // not depend on the number of threads, and two chunks of plans are copied at a time.
+  constexpr std::size_t kChunk = 64;
+  using Moves = std::vector<Move>;
+  struct Chunk {
+    std::vector<FrontierPoint> origins;
+    std::vector<std::optional<Moves>> moves;  // per origin; some found ahead
+  };
+  LocalSearchOutcome outcome;
+  std::vector<double> pending;
+  for (const auto& [time, kept] : front.plans()) pending.push_back(time);
+  // The plans of pending[first, first + kChunk) still in the front, with the moves found ahead.
+  auto take_chunk = [&](std::size_t first, Chunk& chunk) {
+    chunk.origins.clear();
+    chunk.moves.clear();
+    for (std::size_t k = first; k < std::min(first + kChunk, pending.size()); ++k) {
+      SearchFront::Kept* kept = front.find(pending[k]);
+      if (kept == nullptr) continue;  // dominated since
+      chunk.origins.push_back(kept->point);
+      chunk.moves.push_back(std::exchange(kept->extra.moves, std::nullopt));
+    }
+  };
+  auto find_moves = [&solver](Chunk& chunk) {
+    tbb::parallel_for(std::size_t{0}, chunk.origins.size(), [&](std::size_t k) {
+      if (!chunk.moves[k]) chunk.moves[k] = neighbours(solver, chunk.origins[k]);
+    });
+  };
+  Chunk chunks[2];  // the one being offered, the one whose moves are being found
+  tbb::task_group expansion;
+  try {
+    // The budget is counted in expansions times instructions (an expansion's cost grows with the
+    // DAG), and checked before each round after the first: a round starts only if the plans
+    // expanded so far and all it has pending fit (some of those are dominated before their turn).
+    const double instructions = static_cast<double>(solver.dag().num_nodes());
+    for (int round = 0; round < options.local_search_rounds && !pending.empty(); ++round) {
+      if (round > 0 && static_cast<double>(outcome.expansions + static_cast<long>(pending.size())) * instructions >
+                           options.local_search_budget) {
+        break;
+      }
+      std::vector<double> entered;
+      take_chunk(0, chunks[0]);
+      expansion.run([&find_moves, &chunks] { find_moves(chunks[0]); });
+      for (std::size_t c = 0; c * kChunk < pending.size(); ++c) {
+        if (progress) {
+          progress({solver.stats().steps, solver.planned_time_s(), &solver.stats(), round + 1, c * kChunk,
+                    pending.size()});
+        }
+        expansion.wait();
+        if ((c + 1) * kChunk < pending.size()) {
+          Chunk* next = &chunks[(c + 1) % 2];
+          take_chunk((c + 1) * kChunk, *next);
+          expansion.run([&find_moves, next] { find_moves(*next); });
+        }
+        Chunk& ready = chunks[c % 2];
+        outcome.expansions += static_cast<long>(ready.origins.size());
+        for (std::size_t k = 0; k < ready.origins.size(); ++k) {
+          const Moves& moves = *ready.moves[k];
+          for (const Move& m : moves) {
+            if (front.dominated(m.time_s, m.energy_j)) {  // spare the copy
+              front.count_refused();
+              continue;
+            }
+            if (front.offer(moved(ready.origins[k], m))) entered.push_back(m.time_s);
+          }
+        }
+      }
+      outcome.rounds = round + 1;
+      // A time enters twice when a plan replaces one of the same time that entered before it.
+      std::ranges::sort(entered);
+      entered.erase(std::unique(entered.begin(), entered.end()), entered.end());
+      pending = std::move(entered);
+    }
+  } catch (...) {
+    try {
+      expansion.wait();  // it refers to this frame
+    } catch (...) {
+    }
+    throw;
+  }
+  outcome.converged = pending.empty();
+  return outcome;
 }
 
 }  // namespace kareus::pipeline

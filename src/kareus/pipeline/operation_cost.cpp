@@ -196,10 +196,9 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
   }
 }
 
-std::size_t OperationCost::candidate_of(std::size_t option) const {
-  KAREUS_CHECK(option < candidate_of_.size() && candidate_of_[option] != kNotCandidate,
-               fmt::format("option {} is not a candidate of this operation", option));
-  return candidate_of_[option];
+void OperationCost::fail_not_candidate(std::size_t option) {
+  ::kareus::detail::fail_check("option is a candidate", __FILE__, __LINE__,
+                               fmt::format("option {} is not a candidate of this operation", option));
 }
 
 double OperationCost::model_cost_j(long units) const {

@@ -58,7 +58,10 @@ class OperationCost {
   // Pareto set in (real time, effective energy), real time strictly ascending.
   std::span<const Candidate> options() const { return pareto_; }
   // Index into options() of the table option `option`, which must be one of them.
-  std::size_t candidate_of(std::size_t option) const;
+  std::size_t candidate_of(std::size_t option) const {  // inline: the local search asks per node
+    if (option >= candidate_of_.size() || candidate_of_[option] == kNotCandidate) fail_not_candidate(option);
+    return candidate_of_[option];
+  }
 
   // Index into options() of the option that runs within `units` at least effective energy (the
   // fastest option when none fits).
@@ -85,8 +88,9 @@ class OperationCost {
   CostModelKind model() const { return model_; }
 
  private:
-  std::vector<Candidate> pareto_;
   static constexpr std::size_t kNotCandidate = static_cast<std::size_t>(-1);
+  [[noreturn]] static void fail_not_candidate(std::size_t option);
+  std::vector<Candidate> pareto_;
   std::vector<std::size_t> candidate_of_;  // per table option: its index in pareto_
   long min_units_ = 0, max_units_ = 0;
   std::vector<std::size_t> frugal_at_, tight_at_;  // per unit offset from min_units

@@ -17,7 +17,8 @@ void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Ca
                    std::vector<std::size_t>& chosen, std::vector<double>& time, std::span<const double> finish,
                    double makespan) {
   const std::size_t n = dag.num_nodes();
-  std::vector<double> latest_start(n);
+  thread_local std::vector<double> latest_start;  // written before it is read: not zeroed per plan
+  latest_start.resize(n);
   auto order = dag.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     std::size_t v = *it;

@@ -1,0 +1,57 @@
+// Pareto local search after Phillips–Dessouky, which is exact on the options' convex hull only:
+// discrete combinations between its plans can be cheaper. Each plan of the front is expanded into
+// its one-option neighbours, and each neighbour that enters the front is expanded in the next round,
+// until none enters (no plan of the front has an improving move) or the budget is spent.
+//
+// Thread-safety: neighbours() on any threads at any time (as FrontierSolver allows);
+// run_local_search uses the calling thread and oneTBB's, with a result that does not depend on how
+// many.
+// Example:
+//   for (const Move& m : neighbours(solver, plan)) offer(moved(plan, m));
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/plan_front.hpp"
+
+namespace kareus::pipeline {
+
+// A plan one option away from another: `node` takes table option `option`; the plan's true time
+// and energy.
+struct Move {
+  std::size_t node = 0;
+  std::uint16_t option = 0;
+  double time_s = 0, energy_j = 0;
+};
+
+// The moves from `plan` (a plan of `solver`) that can pay: of each instruction one candidate
+// slower (and on past near-ties), and of each one that every critical path runs through one and
+// two candidates faster, those that neither the plan nor another move dominates; time ascending.
+std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan);
+
+// The plan a move from `origin` leads to.
+FrontierPoint moved(FrontierPoint origin, const Move& move);
+
+// What a plan of the front carries for the local search: its moves when found ahead (while the
+// steps ran).
+struct MovesFound {
+  std::optional<std::vector<Move>> moves;
+};
+using SearchFront = PlanFront<MovesFound>;
+
+struct LocalSearchOutcome {
+  long expansions = 0;
+  int rounds = 0;
+  bool converged = false;  // no plan of the front has a move that enters it
+};
+
+// Runs the rounds on `front` (every plan of it still to expand) within options.local_search_rounds
+// and options.local_search_budget (see SolverOptions).
+LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& front, const SolverOptions& options,
+                                    const std::function<void(const SolverProgress&)>& progress);
+
+}  // namespace kareus::pipeline
