@@ -46,6 +46,20 @@ TEST_F(FrontierCli, OutWritesFrontierPlansAndPlot) {
   }
 }
 
+// The summary says which limit stopped the local search: its rounds, its budget, or neither.
+TEST_F(FrontierCli, TheSummarySaysWhatStoppedTheLocalSearch) {
+  const std::string args =
+      "frontier --profile " + kData + "gpt3-175b+a100_sxm_bf16.csv --stages 8 --microbatches 12 --p-blocking 83.64";
+  const CliResult rounds = run(args + " --local-search-rounds 1");
+  ASSERT_EQ(rounds.exit_code, 0) << rounds.err;
+  EXPECT_TRUE(contains(rounds.out, "stopped after its 1 rounds (--local-search-rounds")) << rounds.out;
+  const CliResult budget = run(args + " --local-search-budget 1e6");
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  EXPECT_TRUE(contains(budget.out, "stopped by its budget")) << budget.out;
+  const CliResult none = run(args + " --local-search-rounds 0");
+  EXPECT_TRUE(contains(none.out, "no local search")) << none.out;
+}
+
 // A valid irregular table (the reproducer) once stopped with an internal error that the cost
 // model was not convex. Its exact frontier, by enumerating the 2^3 · 3^3 plans (one stage: time and
 // energy are the sums), is below; the summary says whether the local search converged.

@@ -130,6 +130,10 @@ int run_frontier(const FrontierFlags& flags) {
         : stats.local_search_converged
             ? fmt::format("local search converged in {} rounds ({} expansions)", stats.local_search_rounds,
                           stats.local_search_expansions)
+        : stats.local_search_rounds >= flags.local_search_rounds
+            ? fmt::format("local search stopped after its {} rounds (--local-search-rounds; {} expansions), not "
+                          "converged",
+                          stats.local_search_rounds, stats.local_search_expansions)
             : fmt::format("local search stopped by its budget after {} rounds ({} expansions), not converged",
                           stats.local_search_rounds, stats.local_search_expansions);
     fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
