@@ -53,23 +53,20 @@ if(TARGET CUDA::cublasLt)
   set(KAREUS_HAVE_CUBLASLT ON)
 endif()
 
-find_path(KAREUS_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-find_library(KAREUS_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib)
-if(KAREUS_NCCL_INCLUDE_DIR AND KAREUS_NCCL_LIBRARY)
-  add_library(kareus::nccl UNKNOWN IMPORTED)
-  set_target_properties(kareus::nccl PROPERTIES IMPORTED_LOCATION ${KAREUS_NCCL_LIBRARY}
-                                                INTERFACE_SYSTEM_INCLUDE_DIRECTORIES ${KAREUS_NCCL_INCLUDE_DIR})
-  set(KAREUS_HAVE_NCCL ON)
-endif()
-
-find_path(KAREUS_CUDNN_INCLUDE_DIR cudnn_graph.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-find_library(KAREUS_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib)
-if(KAREUS_CUDNN_INCLUDE_DIR AND KAREUS_CUDNN_LIBRARY)
-  add_library(kareus::cudnn UNKNOWN IMPORTED)
-  set_target_properties(kareus::cudnn PROPERTIES IMPORTED_LOCATION ${KAREUS_CUDNN_LIBRARY}
-                                                 INTERFACE_SYSTEM_INCLUDE_DIRECTORIES ${KAREUS_CUDNN_INCLUDE_DIR})
-  set(KAREUS_HAVE_CUDNN ON)
-endif()
+# An imported target kareus::<name> for a toolkit-side library found by `header` and `library`,
+# and KAREUS_HAVE_<VAR> ON when both are there.
+function(kareus_find_toolkit_library name var header library)
+  find_path(KAREUS_${var}_INCLUDE_DIR ${header} HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(KAREUS_${var}_LIBRARY ${library} HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib)
+  if(KAREUS_${var}_INCLUDE_DIR AND KAREUS_${var}_LIBRARY)
+    add_library(kareus::${name} UNKNOWN IMPORTED GLOBAL)
+    set_target_properties(kareus::${name} PROPERTIES IMPORTED_LOCATION ${KAREUS_${var}_LIBRARY}
+                                                     INTERFACE_SYSTEM_INCLUDE_DIRECTORIES ${KAREUS_${var}_INCLUDE_DIR})
+    set(KAREUS_HAVE_${var} ON PARENT_SCOPE)
+  endif()
+endfunction()
+kareus_find_toolkit_library(nccl NCCL nccl.h nccl)
+kareus_find_toolkit_library(cudnn CUDNN cudnn_graph.h cudnn)
 
 if(KAREUS_HAVE_CUBLASLT AND KAREUS_HAVE_NCCL)
   set(KAREUS_BUILD_GPU_EXECUTOR ON)
