@@ -28,6 +28,15 @@ std::string read_text_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
+  }
+}
+
 void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
   std::filesystem::path parent = path.parent_path();
   std::error_code ec;

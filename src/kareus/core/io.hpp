@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,9 @@ namespace kareus {
 
 // Throws InputError naming the path when it does not exist, is a directory or cannot be read.
 std::string read_text_file(const std::filesystem::path& path);
+
+// read_text_file parsed as JSON; InputError "not valid JSON: …" naming the path otherwise.
+nlohmann::json read_json_file(const std::filesystem::path& path);
 
 // Writes `content` to `path` atomically: a sibling temporary file is written, flushed, fsynced and
 // renamed over `path`. Creates missing parent directories. Throws Error on failure, leaving no

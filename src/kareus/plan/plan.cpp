@@ -246,13 +246,7 @@ void write_plan(const Plan& plan, const std::filesystem::path& path) {
 }
 
 Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index) {
-  std::string text = read_text_file(path);
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
-  }
+  const nlohmann::json json = read_json_file(path);
   if (json.is_object() && json.value("format", "") == "kareus-plan-set") {
     const auto plans = json.value("plans", nlohmann::json::array());
     if (!index) {
@@ -271,13 +265,7 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
 }
 
 std::vector<Plan> read_plan_set(const std::filesystem::path& path) {
-  std::string text = read_text_file(path);
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
-  }
+  const nlohmann::json json = read_json_file(path);
   if (!json.is_object() || json.value("format", "") != "kareus-plan-set") {
     return {plan_from_json(json, path.string())};
   }

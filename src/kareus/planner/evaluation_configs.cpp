@@ -45,13 +45,7 @@ std::string text(const nlohmann::json& object, const char* key, const std::strin
 
 std::vector<Job> bundled_configs() {
   const std::filesystem::path path = configs_path();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
-  }
-  return parse_evaluation_configs(doc, path.string());
+  return parse_evaluation_configs(read_json_file(path), path.string());
 }
 
 }  // namespace

@@ -64,12 +64,7 @@ ClusterSpec load_cluster_preset(std::string_view name_or_path) {
     }
   }
   const std::string file = path.string();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError({file, 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
-  }
+  const nlohmann::json doc = read_json_file(path);
   if (!doc.is_object()) throw InputError({file, 0, 0, ""}, "expected an object");
   ClusterSpec spec;
   spec.name = doc.value("name", path.stem().string());

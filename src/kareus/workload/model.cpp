@@ -105,14 +105,7 @@ ModelSpec load_model(std::string_view name_or_path) {
                       fmt::join(model_names(), ", ")));
     }
   }
-  const std::string text = read_text_file(path);
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
-  }
-  return parse_model(doc, name, path.string());
+  return parse_model(read_json_file(path), name, path.string());
 }
 
 }  // namespace kareus::workload
