@@ -2,20 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <cmath>
 
 #include "kareus/core/error.hpp"
 
 namespace kareus::profile {
 namespace {
-
-// FNV-1a over the text: what every member of a collective's group must agree on.
-std::int64_t fingerprint(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return std::bit_cast<std::int64_t>(h);
-}
 
 // The load in [0, 1] at which the fake device draws `power_w` at `clock_mhz` (power rises with
 // load, so bisection finds it; clamped where the model's power is out of the device's range).
@@ -73,9 +65,8 @@ double FakeExecutor::run(const workload::Partition& partition, const workload::K
   if (partition.collective && groups_ != nullptr) {
     Group& group = groups_->of(partition.collective->group);
     if (group.size() > 1) {
-      const auto [low, high] = group.min_max(fingerprint(
-          fmt::format("{}|{:g}|{}|{}|{}", partition.key, knob.freq_mhz, knob.sms, knob.slot, repetitions)));
-      if (low != high) {
+      if (!every_member_agrees(group, fmt::format("{}|{:g}|{}|{}|{}", partition.key, knob.freq_mhz, knob.sms,
+                                                  knob.slot, repetitions))) {
         throw DeviceError(fmt::format("ranks out of step at {}'s {}: the members run different work",
                                       partition.key, workload::to_string(partition.collective->kind)));
       }

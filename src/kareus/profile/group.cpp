@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cstdlib>
 
 #include "kareus/core/error.hpp"
@@ -46,6 +47,13 @@ CollectiveGroups::CollectiveGroups(Group& world, const workload::ParallelConfig&
 
 Group& CollectiveGroups::of(workload::ParallelGroup group) const {
   return group == workload::ParallelGroup::kTensor ? *tp_ : *cp_;
+}
+
+bool every_member_agrees(Group& group, const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  const auto [low, high] = group.min_max(std::bit_cast<std::int64_t>(h));
+  return low == high;
 }
 
 }  // namespace kareus::profile

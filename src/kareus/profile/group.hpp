@@ -66,6 +66,10 @@ bool built_with_mpi();
 // destroyed), else a LocalGroup. Throws InputError when launched by mpirun in a build without MPI.
 std::unique_ptr<Group> open_world_group();
 
+// Whether every member of `group` holds the same `text` (a collective call: every member makes it),
+// by the smallest and largest FNV-1a fingerprint over the members.
+bool every_member_agrees(Group& group, const std::string& text);
+
 // Where a world rank sits among the TP and CP groups, as Megatron lays them out (the artifact's
 // layout): TP innermost (ranks tp·i .. tp·i+tp-1), CP across them (ranks that share a TP index in a
 // block of tp·cp), blocks of tp·cp side by side when the world is larger (8 GPUs with TP 4, CP 2:

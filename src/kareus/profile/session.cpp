@@ -3,18 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <bit>
 
 #include "kareus/core/error.hpp"
 
 namespace kareus::profile {
 namespace {
-
-std::int64_t fingerprint(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return std::bit_cast<std::int64_t>(h);
-}
 
 class SessionEvaluator final : public evaluate::EvaluatorImpl {
  public:
@@ -43,8 +36,7 @@ ProfileSession::ProfileSession(Group& world, std::vector<workload::Partition> pa
       device_name_(std::move(device_name)) {
   std::string keys;
   for (const auto& p : partitions_) keys += p.key + ",";
-  const auto [low, high] = world_.min_max(fingerprint(identity.dump() + "|" + keys));
-  if (low != high) {
+  if (!every_member_agrees(world_, identity.dump() + "|" + keys)) {
     throw InputError({"", 0, 0, "ranks"}, "the ranks were started for different workloads; start every rank "
                                           "with the same flags");
   }
