@@ -44,6 +44,44 @@ def test_python_cursor_hands_out_the_planners_knobs(planned):
     assert recomputing > 0, "full checkpointing recomputes forwards inside backwards"
 
 
+@pytest.fixture(scope="module")
+def planned_zero_bubble(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan-zb") / "out"
+    result = subprocess.run(
+        [os.environ["KAREUS_BINARY"], "plan", "--microbatches", "4", "--schedule", "zb-h1", "--out", str(out)],
+        capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_python_cursor_and_zeus_optimizer_run_a_zero_bubble_plan(planned_zero_bubble):
+    """A zb-h1 plan's B and W instructions ("backward_input", "backward_weight") reach the loop
+    with their own clocks, through the cursor and the Zeus drop-in alike."""
+    path = planned_zero_bubble / "plan.json"
+    plan = json.loads(path.read_text())
+    types = {ins["type"] for st in plan["stages"] for ins in st["instructions"]}
+    assert {"backward_input", "backward_weight"} <= types
+    for stage in range(plan["num_stages"]):
+        gpu = kareus.FakeGpu(index=stage)
+        with kareus.PipelineFrequencyOptimizer(
+                rank=stage, dp_rank=0, pp_rank=stage, tp_rank=0, device_id=stage, dp_degree=1,
+                pp_degree=plan["num_stages"], tp_degree=8, world_size=8 * plan["num_stages"],
+                plan=str(path), gpus=[gpu]) as pfo:
+            pfo.on_step_begin()
+            for ins in plan["stages"][stage]["instructions"]:
+                knobs = pfo.on_instruction_begin(ins["type"])
+                assert raw_knobs({"knob": knobs}, "partitions") == raw_knobs(ins, "partitions")
+                assert raw_knobs({"knob": knobs}, "recompute") == raw_knobs(ins, "recompute")
+                pfo.frequency_controller.wait_idle()
+                assert gpu.locked_sm_clock_mhz == round(ins["freq_mhz"])
+                pfo.on_instruction_end(ins["type"])
+            pfo.on_step_end()
+    cursor = kareus.PlanCursor(str(path), stage=0)
+    with pytest.raises(kareus.InputError, match="backward_input"):
+        for ins in plan["stages"][0]["instructions"]:
+            cursor.on_instruction_begin("backward" if ins["type"] == "backward_input" else ins["type"])
+
+
 def test_zeus_pipeline_frequency_optimizer_runs_the_plan(planned):
     plan = json.loads((planned / "plan.json").read_text())
     gpu = kareus.FakeGpu(index=1)

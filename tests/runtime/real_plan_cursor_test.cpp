@@ -1,6 +1,7 @@
 // The cursors read what the planner writes: the real `kareus plan` makes plan.json and plans.json
-// for a small job (with and without full activation checkpointing), and the C++ and C cursors walk
-// every stage of them. Every instruction's knobs (partition key -> SMs and launch slot, and the
+// for a small job (with and without full activation checkpointing, and on the zb-h1 and interleaved
+// schedules, whose B, W and chunk instructions the runtime must hand out too), and the C++ and C
+// cursors walk every stage of them. Every instruction's knobs (partition key -> SMs and launch slot, and the
 // recomputed forward's under checkpointing) and clock are checked against the raw JSON the planner
 // wrote, read here independently. The frontier cursor's straggler switch is checked against a
 // brute-force pick over the same plans.json and against the plan `kareus plan --target deadline:`
@@ -41,15 +42,22 @@ KnobMap cursor_knobs(const std::vector<plan::PartitionKnob>& list) {
   return out;
 }
 
+// The plans the tests read: a name and the `kareus plan` flags that make it.
+constexpr std::pair<const char*, const char*> kVariants[] = {
+    {"none", "--checkpointing none"},
+    {"full", "--checkpointing full"},
+    {"zb-h1", "--checkpointing full --schedule zb-h1"},
+    {"interleaved", "--checkpointing full --schedule interleaved --virtual-stages 2 --layers-per-stage 14,14"}};
+
 // One run of the real planner per test process, for every test here; removed at exit.
 struct Planned {
   std::filesystem::path dir = testing::temp_dir("real-plan");
   Planned() {
     // Llama 3.2 3B, TP 8, PP 2 on the simulated A100, four microbatches: well under a second.
-    for (const char* checkpointing : {"none", "full"}) {
-      std::string out = (dir / checkpointing).string();
-      std::string command = std::string(KAREUS_BINARY) + " plan --plans all --microbatches 4 --checkpointing " +
-                            checkpointing + " --out " + out + " >" + out + ".log 2>&1";
+    for (const auto& [name, flags] : kVariants) {
+      std::string out = (dir / name).string();
+      std::string command = std::string(KAREUS_BINARY) + " plan --plans all --microbatches 4 " + flags +
+                            " --out " + out + " >" + out + ".log 2>&1";
       if (std::system(command.c_str()) != 0) {
         ADD_FAILURE() << command << ": " << testing::slurp(out + ".log");
       }
@@ -74,7 +82,7 @@ nlohmann::json raw(const std::filesystem::path& path) {
 }
 
 TEST(RealPlanCursor, CppCursorHandsOutEveryInstructionsKnobsAndClock) {
-  for (const char* checkpointing : {"none", "full"}) {
+  for (const auto& [checkpointing, flags] : kVariants) {
     SCOPED_TRACE(checkpointing);
     const nlohmann::json plan = raw(plan_path(checkpointing));
     int recomputing_backwards = 0, knobbed = 0;
@@ -96,7 +104,7 @@ TEST(RealPlanCursor, CppCursorHandsOutEveryInstructionsKnobsAndClock) {
           EXPECT_EQ(knobs.find(key)->slot, knob.first);
         }
         knobbed += !knobs.partitions.empty();
-        bool backward = ins["type"] == "backward";
+        const bool backward = ins["type"].get<std::string>().starts_with("backward");
         if (!backward) {
           EXPECT_TRUE(knobs.recompute.empty()) << "a forward recomputes nothing";
         }
@@ -108,7 +116,7 @@ TEST(RealPlanCursor, CppCursorHandsOutEveryInstructionsKnobsAndClock) {
       cursor.on_step_end();
     }
     EXPECT_GT(knobbed, 0) << "a Kareus plan carries partition knobs";
-    if (std::string(checkpointing) == "full") {
+    if (std::string(checkpointing) != "none") {
       EXPECT_GT(recomputing_backwards, 0) << "full checkpointing recomputes forwards in backwards";
     } else {
       EXPECT_EQ(recomputing_backwards, 0);
@@ -117,7 +125,7 @@ TEST(RealPlanCursor, CppCursorHandsOutEveryInstructionsKnobsAndClock) {
 }
 
 TEST(RealPlanCursor, CCursorReturnsThePlansKnobSchema) {
-  for (const char* checkpointing : {"none", "full"}) {
+  for (const auto& [checkpointing, flags] : kVariants) {
     SCOPED_TRACE(checkpointing);
     const nlohmann::json plan = raw(plan_path(checkpointing));
     for (int s = 0; s < plan["num_stages"].get<int>(); ++s) {

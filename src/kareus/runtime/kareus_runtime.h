@@ -96,8 +96,9 @@ kareus_status kareus_cursor_new(const char* plan_path, int plan_index, int stage
  */
 kareus_status kareus_cursor_new_frontier(const char* plans_path, const char* start, int stage,
                                          kareus_controller* controller, kareus_cursor** out);
-/* type: "forward" or "backward"; microbatch < 0: not checked. *out_knobs_json: the instruction's
- * knobs in the plan's schema (docs/plan-format.md), always both lists:
+/* type: "forward", "backward", "backward_input" or "backward_weight" (zb-h1's B and W);
+ * microbatch < 0: not checked. *out_knobs_json: the instruction's knobs in the plan's schema
+ * (docs/plan-format.md), always both lists:
  *   {"partitions": [{"key": "fwd_attn", "slot": "linear_1", "sms": 12}, ...], "recompute": [...]}
  * (both empty without knobs); valid until the cursor's next call or free. */
 kareus_status kareus_cursor_on_instruction_begin(kareus_cursor* cursor, const char* type,

@@ -161,22 +161,37 @@ std::string PlanCursor::field(std::size_t position) const {
   return fmt::format("stages[{}].instructions[{}]", stage_, position);
 }
 
+namespace {
+
+// A planned instruction's type as the plan format names it (B and W apart from a whole backward).
+pipeline::OptionSlot type_of(const plan::PlannedInstruction& i) {
+  return pipeline::option_slot(pipeline::Instruction{.type = i.type, .part = i.part});
+}
+
+}  // namespace
+
 std::string PlanCursor::describe(std::size_t position) const {
   const auto& i = current().instructions[position];
-  return fmt::format("{} of microbatch {}", pipeline::to_string(i.type), i.microbatch);
+  return fmt::format("{} of microbatch {}", pipeline::to_string(type_of(i)), i.microbatch);
 }
 
 const CommKnobs& PlanCursor::on_instruction_begin(std::string_view type,
                                                   std::optional<int> microbatch) {
-  auto parsed = pipeline::parse_instruction_type(type);
+  auto parsed = pipeline::parse_option_slot(type);
   if (!parsed) {
-    throw InputError(
-        fmt::format("instruction type '{}' is neither \"forward\" nor \"backward\"", type));
+    throw InputError(fmt::format(
+        "instruction type '{}' is not one of \"forward\", \"backward\", \"backward_input\", \"backward_weight\"",
+        type));
   }
   return on_instruction_begin(*parsed, microbatch);
 }
 
 const CommKnobs& PlanCursor::on_instruction_begin(pipeline::InstructionType type,
+                                                  std::optional<int> microbatch) {
+  return on_instruction_begin(pipeline::option_slot(type), microbatch);
+}
+
+const CommKnobs& PlanCursor::on_instruction_begin(pipeline::OptionSlot type,
                                                   std::optional<int> microbatch) {
   const StagePlan& p = current();
   if (position_ >= p.instructions.size()) {
@@ -187,7 +202,7 @@ const CommKnobs& PlanCursor::on_instruction_begin(pipeline::InstructionType type
                     iteration_, pipeline::to_string(type), p.instructions.size(), stage_));
   }
   const auto& expected = p.instructions[position_];
-  if (expected.type != type || (microbatch && *microbatch != expected.microbatch)) {
+  if (type_of(expected) != type || (microbatch && *microbatch != expected.microbatch)) {
     std::string began =
         microbatch ? fmt::format("{} of microbatch {}", pipeline::to_string(type), *microbatch)
                    : fmt::format("a {}", pipeline::to_string(type));

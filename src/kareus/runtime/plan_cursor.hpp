@@ -61,12 +61,16 @@ class PlanCursor {
   static PlanCursor open_frontier(const std::filesystem::path& path, int stage,
                                   FrequencyController* controller, plan::Target start = {});
 
-  // `type` is "forward" or "backward"; `microbatch`, when given, is checked too. Throws InputError
-  // naming the position when the instruction is not the plan's next one, or when the iteration's
-  // instructions are all consumed. The reference stays valid while the cursor lives.
+  // `type` is one of the plan format's instruction types: "forward", "backward", or a zero-bubble
+  // schedule's "backward_input" (B) and "backward_weight" (W); `microbatch`, when given, is checked
+  // too. Throws InputError naming the position when the instruction is not the plan's next one, or
+  // when the iteration's instructions are all consumed. The reference stays valid while the cursor
+  // lives. The InstructionType overload means a forward or a whole backward.
   const CommKnobs& on_instruction_begin(std::string_view type,
                                         std::optional<int> microbatch = std::nullopt);
   const CommKnobs& on_instruction_begin(pipeline::InstructionType type,
+                                        std::optional<int> microbatch = std::nullopt);
+  const CommKnobs& on_instruction_begin(pipeline::OptionSlot type,
                                         std::optional<int> microbatch = std::nullopt);
   // Ends the iteration. Throws InputError when some of its instructions were not run; the cursor
   // rewinds to the iteration's start either way, and a switch due at the next iteration happens.

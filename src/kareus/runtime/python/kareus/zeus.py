@@ -110,7 +110,8 @@ class PipelineFrequencyOptimizer:
         self.cursor.on_step_end()
 
     def on_instruction_begin(self, name: str) -> dict:
-        """Checks that `name` ("forward" or "backward") is the plan's next instruction, sets its
+        """Checks that `name` ("forward", "backward", or zb-h1's "backward_input" and
+        "backward_weight") is the plan's next instruction, sets its
         clock and returns its communication knobs (also kept as self.knobs)."""
         _synchronize([self.device_id])
         self.knobs = self.cursor.on_instruction_begin(name)
