@@ -139,6 +139,19 @@ TEST_F(HwCli, CheckPlansPrintsEveryPlanTheFrontiersAndTheSummary) {
   EXPECT_NE(r.out.find("max-throughput time gain"), std::string::npos);
 }
 
+// The model held against the Kareus cluster's measured plans: a ratchet on the medians the
+// note of issue 18 records (time 16.95%, energy 11.66% after the GEMM tile cost), so a change
+// that takes the simulated GPU further from the hardware fails here; lower them as it improves.
+TEST_F(HwCli, CheckPlansErrorsDoNotGrowPastTheRecordedMedians) {
+  CliResult r = run("hw check --gpu a100-sxm4-40gb --plans " + kPlans);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  const std::string summary = last_line(r.out);
+  ASSERT_TRUE(std::regex_match(summary, m, kPlanSummary)) << summary;
+  EXPECT_LE(std::stod(m[1]), 17.0) << "median time error";
+  EXPECT_LE(std::stod(m[3]), 11.7) << "median energy error";
+}
+
 TEST_F(HwCli, CheckNeedsProfilesOrPlansButNotBoth) {
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb"), "--profile");
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --plans " + kPlans + " --profile " + kProfiles +

@@ -119,10 +119,13 @@ TEST_F(ReplayCli, AStragglersSlowdownLowersTheOtherPipelinesEnergy) {
     EXPECT_NEAR(time_s, slowdown * fastest_s, 1e-3) << "the iteration waits for the straggler";
     EXPECT_LE(plan_s, time_s + 1e-4) << "the plan switched to still meets the straggler's time";
     EXPECT_LT(energy_j, stay_j);
-    // More slowdown, more saved; the energy itself falls while the frontier reaches that far.
-    EXPECT_GT(stay_j - energy_j, previous_saved_j);
+    // More slowdown, more saved, and the energy itself falls, while the frontier reaches that
+    // far; past its slowest plan both pipelines idle at the same power, so the saving holds.
     if (slowdown * fastest_s <= slowest_s) {
+      EXPECT_GT(stay_j - energy_j, previous_saved_j);
       EXPECT_LT(energy_j, previous_energy_j);
+    } else {
+      EXPECT_GE(stay_j - energy_j, previous_saved_j - 0.1);
     }
     previous_energy_j = energy_j, previous_saved_j = stay_j - energy_j;
   }

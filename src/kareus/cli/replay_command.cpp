@@ -361,9 +361,10 @@ int run_replay(const ReplayFlags& flags) {
       worst_rel = std::max(worst_rel, std::abs(energy_j - planned_j) / std::max(1e-12, planned_j));
       double stay_j = first.energy_j +
                       (results[it].time_s - first.time_s) * first.p_blocking_w * first.num_stages;
+      double saved_pct = 100 * (stay_j - energy_j) / stay_j;
+      if (std::abs(saved_pct) < 0.005) saved_pct = 0;  // rounding noise prints as 0.00%, not -0.00%
       fmt::print("  {:>9} {:>5} {:>14.4f} {:>10.4f} {:>12.1f} {:>23.1f} {:>10.2f}%\n", it,
-                 results[it].plan_index, plan.time_s, results[it].time_s, energy_j, stay_j,
-                 100 * (stay_j - energy_j) / stay_j);
+                 results[it].plan_index, plan.time_s, results[it].time_s, energy_j, stay_j, saved_pct);
     }
   }
   fmt::print("Per stage, mean over {} iteration{}:\n", results.size(),

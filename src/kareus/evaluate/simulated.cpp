@@ -37,9 +37,11 @@ double floor_ratio(const SimulationOptions& o, const ComputeOp& op) {
 }
 
 // How much longer than a perfectly balanced run a kernel takes because its thread blocks fill
-// the SMs in whole waves (the last wave part empty) and pad the shape to whole tiles: waves x SMs x
-// block work over the op's work, 1 when the shape is not given.
-double wave_factor(const SimulationOptions& o, const ComputeOp& op, double free_sms) {
+// the SMs in whole waves (the last wave part empty), pad the shape to whole tiles and, for a GEMM,
+// pay each tile's fixed cost (`tile_overhead_depth`, in reduction elements: see the constructor):
+// waves x SMs x block work over the op's work, 1 when the shape is not given.
+double wave_factor(const SimulationOptions& o, const ComputeOp& op, double free_sms,
+                   double tile_overhead_depth) {
   if (op.rows <= 0 || op.cols <= 0) return 1;
   // One output tile per SM at a time; `split` pieces of the reduction when the tiles are few.
   auto gemm = [&](double rows, double cols, double inner) {
@@ -48,7 +50,8 @@ double wave_factor(const SimulationOptions& o, const ComputeOp& op, double free_
       const double tiles = std::ceil(rows / tr) * std::ceil(cols / tc);
       for (int split = 1; split <= o.gemm_max_split_k && inner / split >= o.gemm_tile_rows; ++split) {
         const double waves = std::ceil(tiles * split / free_sms);
-        best = std::min(best, waves * free_sms * tr * tc / (split * rows * cols));
+        best = std::min(best, waves * free_sms * tr * tc * (inner / split + tile_overhead_depth) /
+                                  (rows * cols * inner));
       }
     }
     return std::isfinite(best) ? best : 1.0;
@@ -91,6 +94,22 @@ SimulatedEvaluator::SimulatedEvaluator(hardware::GpuSpec gpu, SimulationOptions 
   KAREUS_CHECK(options_.nccl_channels >= 1, "NCCL runs at least one channel");
   copy_bytes_per_sm_cycle_ = gpu_.nvlink_bandwidth_bps * options_.link_efficiency /
                              (options_.nccl_channels * gpu_.max_clock_mhz * 1e6);
+  if (gpu_.l2_bytes_per_clock > 0) {
+    // A tile's fixed cost, in the reduction depth its main loop covers in the same time: the
+    // prologue loads gemm_stages - 1 stages of operands and the epilogue stores the bf16 output
+    // tile, at this SM's share of the L2 bandwidth (every SM does the same at once), while its
+    // tensor cores wait. Both scale with the clock, as the main loop does.
+    const double e = 2;  // bf16 bytes
+    const double tile_bytes =
+        (options_.gemm_stages - 1) * (options_.gemm_tile_rows + options_.gemm_tile_cols) *
+            options_.gemm_tile_depth * e +
+        options_.gemm_tile_rows * options_.gemm_tile_cols * e;
+    const double overhead_cycles = tile_bytes / (gpu_.l2_bytes_per_clock / gpu_.sms);
+    const double flops_per_sm_cycle = gpu_.peak_bf16_flops / (gpu_.max_clock_mhz * 1e6 * gpu_.sms);
+    const double cycles_per_depth = 2 * options_.gemm_tile_rows * options_.gemm_tile_cols /
+                                    (flops_per_sm_cycle * options_.gemm_efficiency);
+    gemm_tile_overhead_depth_ = overhead_cycles / cycles_per_depth;
+  }
 }
 
 double SimulatedEvaluator::collective_rate_bps(double freq_mhz, int sms) const {
@@ -151,7 +170,8 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
         free_share = coll_active ? (all_sms - sms) / all_sms : 1.0;
         op_eff = efficiency(options_, op);
         // The SMs left to compute run the op's blocks in whole waves.
-        const double waves = wave_factor(options_, op, coll_active ? all_sms - sms : all_sms);
+        const double waves = wave_factor(options_, op, coll_active ? all_sms - sms : all_sms,
+                                         gemm_tile_overhead_depth_);
         compute_time_s = waves * op.flops / (peak_flops * free_share * op_eff);
         const double floor_s =
             waves * floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);

@@ -3,7 +3,8 @@
 //   t_k = max(F_k / (peak(f) · s_free/S · eff_k), r_k · F_k / (peak(f_max) · s_free/S · eff_k),
 //             B_k / BW_hbm) + launch,
 // where r_k, the floor ratio of GEMMs and attention, flattens their time near the top clocks as
-// measured stages flatten (hardware/stage_model.hpp).
+// measured stages flatten (hardware/stage_model.hpp), and eff_k carries the kernel's wave
+// quantization and, for a GEMM, each tile's prologue and epilogue (SimulationOptions::gemm_stages).
 // The collective launches just before its slot's op and takes its SMs from compute until it ends.
 // It moves NCCL's ring byte count at min(link, s · copy rate(f)): bandwidth grows with its SMs
 // until the link saturates at NCCL's own channel count and max clock, and each SM's copy rate is
@@ -67,6 +68,16 @@ struct SimulationOptions {
   double gemm_tile_rows = 128;
   double gemm_tile_cols = 256;
   int gemm_max_split_k = 4;
+  // Each tile also pays a fixed cost its main loop does not hide: CUTLASS's sm80 kernel (the same
+  // 128 x 256 x 64 tile, kStages = 3; cuBLAS's sm80 bf16 kernels carry the same in their names,
+  // "..._128x256_..._stages_64x3_...") keeps 3 stages of A and B tiles in shared memory, 144 KB
+  // of the SM's 164 KB, so one block runs per SM: its prologue (loading gemm_stages - 1 stages
+  // before the first MMA) and its epilogue (storing the output tile) leave the tensor cores idle.
+  // Both move at the SM's share of the L2 bandwidth (GpuSpec::l2_bytes_per_clock; 0 = not
+  // modelled). On A100 that is 1.35 iterations of 64 per tile: +22% on a K = 384 GEMM, +1% at
+  // K = 8192, which is why a small model's TP shards run further below peak than a large one's.
+  double gemm_tile_depth = 64;
+  int gemm_stages = 3;
   double attention_block_queries = 128;
   double kernel_launch_s = 3e-6;       // gap per compute kernel
   // NCCL's bus bandwidth over NVLink per direction: nccl-tests all_reduce_perf on 8 A100 SXM4
@@ -151,6 +162,7 @@ class SimulatedEvaluator final : public EvaluatorImpl {
   SimulationOptions options_;
   double hbm_bps_ = 0;  // effective HBM bandwidth
   double copy_bytes_per_sm_cycle_ = 0;  // SimulationOptions::nccl_channels' rule
+  double gemm_tile_overhead_depth_ = 0;  // a GEMM tile's fixed cost in reduction elements
 };
 
 // An Evaluator wrapping a SimulatedEvaluator.

@@ -59,6 +59,9 @@ struct GpuSpec {
   double peak_bf16_flops = 0;         // dense, whole GPU at max clock, FLOP/s
   double hbm_bandwidth_bps = 0;       // device memory, bytes/s
   double nvlink_bandwidth_bps = 0;    // per direction, bytes/s
+  // L2 bandwidth in bytes per SM clock, for the per-tile cost of multistage GEMM kernels
+  // (evaluate/simulated.hpp); 0 where the GPU's kernels hide that cost or no figure is published.
+  double l2_bytes_per_clock = 0;
   double tdp_w = 0;
   double power_limit_w = 0;   // the limit the driver holds (files: the TDP by default); 0 = none
   double static_power_w = 0;  // P_static / P_blocking: a GPU blocked on P2P

@@ -248,6 +248,8 @@ GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
   gpu.peak_bf16_flops = f.positive("peak_bf16_tflops") * 1e12;
   gpu.hbm_bandwidth_bps = f.positive("hbm_bandwidth_gb_per_s") * 1e9;
   gpu.nvlink_bandwidth_bps = f.positive("nvlink_bandwidth_gb_per_s_per_direction") * 1e9;
+  if (f.find("l2_bandwidth_bytes_per_clock"))
+    gpu.l2_bytes_per_clock = f.non_negative("l2_bandwidth_bytes_per_clock");
   gpu.tdp_w = f.positive("tdp_w");
   gpu.power_limit_w = f.find("power_limit_w") ? f.positive("power_limit_w") : gpu.tdp_w;
   gpu.static_power_w = f.non_negative("static_power_w");
@@ -338,6 +340,7 @@ json to_json(const GpuSpec& gpu) {
         {"hbm_pj_per_byte", number_json(p.hbm_pj_per_byte)},
         {"nvlink_pj_per_byte", number_json(p.nvlink_pj_per_byte)}}},
   };
+  if (gpu.l2_bytes_per_clock > 0) doc["l2_bandwidth_bytes_per_clock"] = number_json(gpu.l2_bytes_per_clock);
   if (!gpu.calibration.is_null()) doc["calibration"] = gpu.calibration;
   return doc;
 }
