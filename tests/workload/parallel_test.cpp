@@ -1,6 +1,7 @@
 // ParallelConfig: the defaults are the first Kareus evaluation config, the default layer split is
 // the evaluation's, and every bad combination names its flag.
 #include "kareus/workload/parallel.hpp"
+#include "kareus/workload/stage_transfer.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -98,6 +99,19 @@ TEST(Parallel, CheckpointingNames) {
   EXPECT_EQ(parse_checkpointing("none"), Checkpointing::kNone);
   EXPECT_FALSE(parse_checkpointing("selective"));
   EXPECT_EQ(to_string(Checkpointing::kFull), "full");
+}
+
+// Megatron-Core sends the whole (seq/CP, mbs, hidden) activation from every TP rank without
+// sequence parallelism: the bytes do not shrink with TP, and halve with CP.
+TEST(StageTransfer, EveryTpRankSendsTheWholeActivationOfItsCpShard) {
+  const ModelSpec model = load_model("llama-3.2-3b");
+  ParallelConfig tp8;
+  const double bytes = stage_transfer_bytes(model, validated(model, tp8));
+  EXPECT_DOUBLE_EQ(bytes, 8.0 * 4096 * 3072 * 2);
+  ParallelConfig cp2 = tp8;
+  cp2.tp = 4;
+  cp2.cp = 2;
+  EXPECT_DOUBLE_EQ(stage_transfer_bytes(model, validated(model, cp2)), bytes / 2);
 }
 
 }  // namespace

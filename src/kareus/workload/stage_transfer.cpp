@@ -6,7 +6,7 @@ namespace kareus::workload {
 
 double stage_transfer_bytes(const ModelSpec& model, const ParallelConfig& parallel) {
   const double tokens = static_cast<double>(parallel.microbatch_size) * parallel.seq_len / parallel.cp;
-  return tokens * static_cast<double>(model.hidden_size) * kBytesPerElement / parallel.tp;
+  return tokens * static_cast<double>(model.hidden_size) * kBytesPerElement;
 }
 
 }  // namespace kareus::workload

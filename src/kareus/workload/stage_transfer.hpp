@@ -12,9 +12,11 @@
 namespace kareus::workload {
 
 // Bytes each GPU of a stage sends to its peer in the next (forward) or previous (backward) stage
-// per microbatch: the hidden states mbs × seq/CP × hidden in bf16, split over the TP ranks (as
-// Megatron-LM's scatter-gather of pipeline tensors sends them; each rank sends its 1/TP and the
-// receivers all-gather). `parallel` must be validated.
+// per microbatch: the hidden states mbs × seq/CP × hidden in bf16, whole on every TP rank.
+// Megatron-Core's pipeline schedules send (seq/CP, mbs, hidden) per rank and divide by TP only
+// under sequence parallelism, which Kareus's jobs do not run (NVIDIA/Megatron-LM
+// megatron/core/pipeline_parallel/schedules.py, get_tensor_shapes; legacy Megatron-LM's
+// scatter-gather of pipeline tensors, 1/TP per rank, is gone there). `parallel` must be validated.
 double stage_transfer_bytes(const ModelSpec& model, const ParallelConfig& parallel);
 
 }  // namespace kareus::workload
