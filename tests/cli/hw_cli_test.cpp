@@ -133,8 +133,9 @@ TEST_F(HwCli, CheckPlansPrintsEveryPlanTheFrontiersAndTheSummary) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::regex_match(last_line(r.out), kPlanSummary)) << last_line(r.out);
   EXPECT_NE(r.out.find("not a measurement"), std::string::npos);
-  // 85 plans, 8 frontiers (two methods, four jobs), 4 gains.
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 85 + 8 + 4 + 9) << r.out;
+  // 85 plans, 8 frontiers (two methods, four jobs), 4 gains, 8 frontiers' missing work.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 85 + 8 + 4 + 8 + 12) << r.out;
+  EXPECT_NE(r.out.find("What the model misses"), std::string::npos);
   EXPECT_NE(r.out.find("llama-3.2-3b tp4 cp2 mbs8 seq4096 plan 126"), std::string::npos);
   EXPECT_NE(r.out.find("max-throughput time gain"), std::string::npos);
 }

@@ -5,6 +5,7 @@
 //   hw fit --base-gpu NAME --profile F --out G.json   calibrate the power model to a profile
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -143,6 +144,34 @@ void print_rows(const hardware::ShapeCheck& check) {
   }
 }
 
+// What kind of work the model misses, per frontier: the energy it lacks over the time it lacks,
+// per GPU, median over the plans whose times differ by more than 1%. Near the static power it is
+// waiting (exposed communication, idle gaps); near the iteration's own power it is work at the clock.
+void print_missing_power(const planner::PlanCheck& check, const hardware::GpuSpec& gpu) {
+  std::map<std::pair<std::string, planner::Method>, std::vector<std::pair<double, double>>> missing;
+  for (const auto& r : check.rows) {
+    const double dt = r.plan->time_s - r.model_time_s, de = r.plan->energy_j - r.model_energy_j;
+    if (std::abs(dt) <= 0.01 * r.plan->time_s) continue;
+    missing[{r.plan->job.name, r.plan->method}].push_back({dt, de / dt / r.plan->job.parallel.pp});
+  }
+  if (missing.empty()) return;
+  fmt::print("\nWhat the model misses: measured minus model time, and the power of that time (energy over time, per "
+             "GPU; {:g} W is a waiting GPU), median over the plans differing by more than 1%\n",
+             gpu.static_power_w);
+  fmt::print("{:<21} {:<36} {:>10} {:>10} {:>6}\n", "method", "job", "missing_s", "power_w", "plans");
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  for (const auto& [key, values] : missing) {
+    std::vector<double> dt, power;
+    for (const auto& [t, w] : values) dt.push_back(t), power.push_back(w);
+    fmt::print("{:<21} {:<36} {:>10.4f} {:>10.1f} {:>6}\n", planner::to_string(key.second), key.first, median(dt),
+               median(power), values.size());
+  }
+}
+
 // Time gain of the nanobatched method's fastest plan over Perseus's: (T_perseus − T_nb) / T_perseus.
 double gain_pct(double perseus_s, double nanobatched_s) { return 100 * (perseus_s - nanobatched_s) / perseus_s; }
 
@@ -200,6 +229,7 @@ int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
     double mod = gain_pct(p->second->model_fastest_time_s, n->second->model_fastest_time_s);
     fmt::print("{:<36} {:>+8.2f}% {:>+8.2f}% {:>+9.2f}\n", job, ref, mod, mod - ref);
   }
+  print_missing_power(check, gpu);
   fmt::print("{}\n", planner::summary_line(check));
   return 0;
 }
