@@ -60,6 +60,19 @@ TEST_F(WorkloadCli, ConfigFilesAndFlagPrecedence) {
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_TRUE(contains(unknown.err, "field 'sequence': unknown key; known keys: model, gpu, tp"));
   EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1) << unknown.err;
+  // Hidden dropout from a config file or the flag: named in the description, and it costs the
+  // bias-dropout-adds their mask bytes.
+  CliResult dropout = run("evaluate --partition fwd_attn --slot none --config " +
+                          write("dropout.yaml", "hidden_dropout: 0.1\n"));
+  ASSERT_EQ(dropout.exit_code, 0) << dropout.err;
+  EXPECT_TRUE(contains(dropout.out, "full checkpointing, hidden dropout 0.1")) << dropout.out;
+  CliResult plain = run("evaluate --partition fwd_attn --slot none");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(contains(plain.out, "hidden dropout")) << plain.out;
+  EXPECT_NE(dropout.out, plain.out);
+  CliResult bad = run("partitions --config " + write("bad_dropout.yaml", "hidden_dropout: high\n"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "field 'hidden_dropout': must be a number")) << bad.err;
 }
 
 TEST_F(WorkloadCli, EvaluatePrintsTimeEnergyAndTimeline) {
@@ -121,6 +134,7 @@ TEST_F(WorkloadCli, BadInputIsOneClearLineAndExitTwo) {
       {"partitions --cp 3", "field '--cp': CP 3 does not divide the sequence (4096)"},
       {"partitions --mbs 1", "field '--mbs': must be at least 2"},
       {"partitions --checkpointing selective", "field '--checkpointing': expected full or none"},
+      {"partitions --hidden-dropout 1", "field '--hidden-dropout': must be in [0, 1), got 1"},
       {"partitions --layers-per-stage 10,10", "sums to 20"},
       {"partitions --config " + path("none.yaml"), "none.yaml"},
       {"evaluate --partition fwd_attn --freq 1412 --sms 15 --slot linear_0",

@@ -32,6 +32,8 @@ TEST(ArtifactPlans, AllPlansOfBothMethodsAreRead) {
     EXPECT_EQ(p.job.parallel.microbatches, 8);
     for (const auto& stage : p.stages) EXPECT_EQ(stage.size(), 16u) << p.label;
     EXPECT_EQ(p.job.parallel.layers_per_stage, (std::vector<int>{15, 13}));
+    // The evaluation configuration's training settings: its hidden dropout.
+    EXPECT_EQ(p.job.parallel.hidden_dropout, 0.1) << p.label;
   }
   EXPECT_EQ(perseus, 45);
 }

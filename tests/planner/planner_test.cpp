@@ -133,6 +133,18 @@ TEST(EvaluationConfigs, BadDocumentsNameTheFieldAtFault) {
   doc = good;
   doc["configs"][0]["tp"] = 7;  // does not divide the heads
   expect_error(doc, "configs[0].name");
+  doc = good;
+  doc["common"]["hidden_dropout"] = "0.1";
+  expect_error(doc, "common.hidden_dropout");
+  doc = good;
+  doc["common"]["hidden_dropout"] = 1.0;
+  expect_error(doc, "configs[0].name");
+  doc = good;
+  doc["common"]["hidden_dropout"] = 0.1;
+  EXPECT_EQ(parse_evaluation_configs(doc, "f.json")[0].parallel.hidden_dropout, 0.1);
+  EXPECT_EQ(parse_evaluation_configs(good, "f.json")[0].parallel.hidden_dropout, 0.0);
+  // The Kareus evaluation trained with the artifact's hidden_dropout: 0.1.
+  EXPECT_EQ(evaluation_config("llama3.2-3b-tp8-mbs8-seq4096").parallel.hidden_dropout, 0.1);
 }
 
 }  // namespace

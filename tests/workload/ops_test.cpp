@@ -83,6 +83,29 @@ TEST(LayerOps, BytesOfGemmsAndMemoryOps) {
   EXPECT_FALSE(is_memory_bound(ops.at("flash_attention").kind));
 }
 
+// Megatron's hidden dropout: each bias-dropout-add writes a one-byte mask in the forward and its
+// gradient reads it back; nothing else changes.
+TEST(LayerOps, HiddenDropoutAddsAMaskByteToEveryBiasDropoutAdd) {
+  ModelSpec m = load_model("llama-3.2-3b");
+  ParallelConfig plain = validated(m, config(8, 1));
+  ParallelConfig dropout = plain;
+  dropout.hidden_dropout = 0.1;
+  const LayerOps a = layer_ops(m, plain), b = layer_ops(m, validated(m, dropout));
+  const double t = 16384, h = 3072;
+  ASSERT_EQ(names(a.forward), names(b.forward));
+  ASSERT_EQ(names(a.backward), names(b.backward));
+  for (std::vector<Step> LayerOps::*pass : {&LayerOps::forward, &LayerOps::backward}) {
+    for (std::size_t i = 0; i < (a.*pass).size(); ++i) {
+      const auto* x = std::get_if<ComputeOp>(&(a.*pass)[i]);
+      const auto* y = std::get_if<ComputeOp>(&(b.*pass)[i]);
+      if (!x) continue;
+      const bool bda = x->name == "residual_add" || x->name == "residual_grad_add";
+      EXPECT_DOUBLE_EQ(y->hbm_bytes - x->hbm_bytes, bda ? t * h : 0.0) << x->name;
+      EXPECT_EQ(y->flops, x->flops) << x->name;
+    }
+  }
+}
+
 TEST(LayerOps, TpCollectivesFollowTheRowAndColumnParallelGemms) {
   ModelSpec m = load_model("llama-3.2-3b");
   LayerOps layer = layer_ops(m, validated(m, config(8, 1)));

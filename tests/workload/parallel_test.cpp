@@ -75,6 +75,8 @@ TEST(Parallel, BadCombinationsNameTheirFlag) {
   EXPECT_TRUE(
       Contains(error_with([](auto& p) { p.tp = 16; }), "does not divide the attention heads"));
   EXPECT_TRUE(Contains(error_with([](auto& p) { p.tp = 3; }), "key/value groups"));
+  EXPECT_TRUE(Contains(error_with([](auto& p) { p.hidden_dropout = 1; }), "field '--hidden-dropout'"));
+  EXPECT_TRUE(Contains(error_with([](auto& p) { p.hidden_dropout = -0.1; }), "must be in [0, 1)"));
   EXPECT_TRUE(Contains(error_with([](auto& p) {
                          p.cp = 2;
                          p.seq_len = 4098;

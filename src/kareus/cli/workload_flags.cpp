@@ -21,6 +21,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "seq",
                                                 "microbatches",
                                                 "checkpointing",
+                                                "hidden_dropout",
                                                 "layers_per_stage"};
   return keys;
 }
@@ -53,6 +54,11 @@ void add_workload_flags(CLI::App& cmd, WorkloadFlags& f) {
                           ->capture_default_str();
   o["checkpointing"] =
       cmd.add_option("--checkpointing", f.checkpointing, "Activation checkpointing: full or none")
+          ->capture_default_str();
+  o["hidden_dropout"] =
+      cmd.add_option("--hidden-dropout", f.hidden_dropout,
+                     "Dropout probability of the bias-dropout-adds (Megatron's hidden_dropout); above 0 "
+                     "each writes and reads back a one-byte mask")
           ->capture_default_str();
   o["layers_per_stage"] =
       cmd.add_option("--layers-per-stage", f.layers_per_stage,
@@ -129,6 +135,10 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
         f.microbatches = integer();
       else if (key == "checkpointing")
         f.checkpointing = text();
+      else if (key == "hidden_dropout") {
+        if (!value.is_number()) throw InputError(where, fmt::format("must be a number, got {}", value.dump()));
+        f.hidden_dropout = value.get<double>();
+      }
       else if (key == "layers_per_stage") {
         if (value.is_array()) {
           for (const auto& n : value) {
@@ -161,6 +171,7 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
                      fmt::format("expected full or none, got '{}'", f.checkpointing));
   }
   p.checkpointing = *checkpointing;
+  p.hidden_dropout = f.hidden_dropout;
   if (!f.layers_per_stage.empty()) {
     p.layers_per_stage = workload::parse_layers_per_stage(f.layers_per_stage, "--layers-per-stage");
   } else {
@@ -171,23 +182,27 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
 }
 
 nlohmann::json journal_identity(const ResolvedWorkload& w) {
-  return {{"model", w.model.name},
-          {"gpu", w.gpu.name},
-          {"tp", w.parallel.tp},
-          {"cp", w.parallel.cp},
-          {"mbs", w.parallel.microbatch_size},
-          {"seq_len", w.parallel.seq_len},
-          {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))}};
+  nlohmann::json id = {{"model", w.model.name},
+                       {"gpu", w.gpu.name},
+                       {"tp", w.parallel.tp},
+                       {"cp", w.parallel.cp},
+                       {"mbs", w.parallel.microbatch_size},
+                       {"seq_len", w.parallel.seq_len},
+                       {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))}};
+  // Only when set, so that journals written before the setting existed still resume.
+  if (w.parallel.hidden_dropout > 0) id["hidden_dropout"] = w.parallel.hidden_dropout;
+  return id;
 }
 
 std::string describe(const ResolvedWorkload& w) {
   const auto& p = w.parallel;
   return fmt::format(
       "{} on {}: TP {}, CP {}, PP {} ({} layers), DP {}, mbs {}, seq {}, {} microbatches, "
-      "{} checkpointing",
+      "{} checkpointing{}",
       w.model.display_name, w.gpu.display_name, p.tp, p.cp, p.pp,
       fmt::join(p.layers_per_stage, "/"), p.dp, p.microbatch_size, p.seq_len, p.microbatches,
-      workload::to_string(p.checkpointing));
+      workload::to_string(p.checkpointing),
+      p.hidden_dropout > 0 ? fmt::format(", hidden dropout {:g}", p.hidden_dropout) : std::string());
 }
 
 }  // namespace kareus::cli

@@ -1,5 +1,5 @@
 // The workload flags every command that takes a workload shares: --model --gpu --tp --cp --pp --dp
-// --mbs --seq --microbatches --checkpointing --layers-per-stage --power-limit and --config FILE (JSON or YAML
+// --mbs --seq --microbatches --checkpointing --hidden-dropout --layers-per-stage --power-limit and --config FILE (JSON or YAML
 // with the same keys, layers-per-stage spelt layers_per_stage or as a list). A flag given on the
 // command line beats the config file, which beats the defaults: the first Kareus evaluation config
 // (Llama 3.2 3B, A100 SXM4 40GB, TP 8, CP 1, PP 2, DP 1, mbs 8, seq 4096, 8 microbatches, full
@@ -30,6 +30,7 @@ struct WorkloadFlags {
   std::string gpu = "a100-sxm4-40gb";
   int tp = 8, cp = 1, pp = 2, dp = 1, mbs = 8, seq = 4096, microbatches = 8;
   std::string checkpointing = "full";
+  double hidden_dropout = 0;
   std::string layers_per_stage;  // "15,13"; empty = the default split
   std::optional<double> power_limit_w;  // the GPU's power limit for the job; default: its TDP
   // Config key -> its option, to tell a flag given on the command line from its default.

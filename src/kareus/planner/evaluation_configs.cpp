@@ -80,6 +80,11 @@ std::vector<Job> parse_evaluation_configs(const nlohmann::json& doc, const std::
     p.seq_len = positive_int(entry, "seq", source, path);
     p.pp = positive_int(common, "pp", source, "common.");
     p.microbatches = positive_int(common, "microbatches", source, "common.");
+    if (common.contains("hidden_dropout")) {
+      const nlohmann::json& dropout = common["hidden_dropout"];
+      if (!dropout.is_number()) throw InputError({source, 0, 0, "common.hidden_dropout"}, "must be a number");
+      p.hidden_dropout = dropout.get<double>();
+    }
     try {
       job.parallel = workload::validated(job.model, p);
     } catch (const InputError& e) {

@@ -118,9 +118,20 @@ std::vector<ReferencePlan> read_artifact_plans(const std::filesystem::path& plan
     }
   }
 
+  // The artifact's plans come from the Kareus evaluation: a plan of one of its configurations
+  // runs with that configuration's training settings (its hidden dropout).
+  std::vector<Job> evaluation;
+  for (const std::string& name : evaluation_config_names()) evaluation.push_back(evaluation_config(name));
   std::vector<ReferencePlan> out;
   for (const Key& key : order) {
     ReferencePlan plan = std::move(by_key.at(key));
+    for (const Job& job : evaluation) {
+      const workload::ParallelConfig& e = job.parallel;
+      if (job.model.name == plan.job.model.name && e.tp == plan.job.parallel.tp && e.cp == plan.job.parallel.cp &&
+          e.microbatch_size == plan.job.parallel.microbatch_size && e.seq_len == plan.job.parallel.seq_len) {
+        plan.job.parallel.hidden_dropout = e.hidden_dropout;
+      }
+    }
     auto found = placed.find(key);
     if (found == placed.end()) {
       throw InputError({plan.source, 0, 0, "plan"}, fmt::format("{} has no clocks in {}", plan.label, clocks.source()));

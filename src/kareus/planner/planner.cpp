@@ -81,9 +81,12 @@ std::vector<bool> baseline_knob_held(Method method, const workload::Partition& p
 
 nlohmann::json identity(const Job& job, const evaluate::Evaluator& evaluator) {
   const auto& p = job.parallel;
-  return {{"model", job.model.name}, {"gpu", evaluator.gpu().name}, {"tp", p.tp}, {"cp", p.cp}, {"pp", p.pp},
-          {"dp", p.dp}, {"mbs", p.microbatch_size}, {"seq", p.seq_len}, {"microbatches", p.microbatches},
-          {"checkpointing", workload::to_string(p.checkpointing)}, {"layers_per_stage", p.layers_per_stage}};
+  nlohmann::json id = {{"model", job.model.name}, {"gpu", evaluator.gpu().name}, {"tp", p.tp}, {"cp", p.cp},
+                       {"pp", p.pp}, {"dp", p.dp}, {"mbs", p.microbatch_size}, {"seq", p.seq_len},
+                       {"microbatches", p.microbatches}, {"checkpointing", workload::to_string(p.checkpointing)},
+                       {"layers_per_stage", p.layers_per_stage}};
+  if (p.hidden_dropout > 0) id["hidden_dropout"] = p.hidden_dropout;
+  return id;
 }
 
 // Maps a plan of `from` onto `to`: each instruction takes the option of `to` with the least

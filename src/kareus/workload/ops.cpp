@@ -152,13 +152,16 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
                       e * t * h};
   };
   const double kv_bytes = e * t_kv * 2 * kv;  // all ranks' K and V
+  // With hidden dropout the bias-dropout-add writes a one-byte mask per element (half a bf16
+  // element of traffic) and its gradient reads it.
+  const double mask = p.hidden_dropout > 0 ? t * h / e : 0;
   // Causal attention: on average each query sees half the sequence; with load-balanced CP each rank
   // holds 2 of the 2*CP chunks so its queries still see half the sequence on average.
   const double attention_flops = 4 * t * (p.seq_len / 2.0) * q;
 
   LayerOps ops;
   auto& fwd = ops.forward;
-  fwd.push_back(memory_op("residual_add", OpKind::kNorm, fw, t * h, 3 * t * h));
+  fwd.push_back(memory_op("residual_add", OpKind::kNorm, fw, t * h, 3 * t * h + mask));
   fwd.push_back(memory_op("input_norm", OpKind::kNorm, fw, 4 * t * h, 2 * t * h + h, h));
   fwd.push_back(gemm("qkv_proj", fw, t, h, q + 2 * kv));
   if (model.qk_norm)
@@ -174,7 +177,7 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
                           static_cast<double>(model.head_dim)});
   fwd.push_back(gemm("out_proj", fw, t, q, h));
   if (tp) fwd.push_back(tp_all_reduce("attn_all_reduce"));
-  fwd.push_back(memory_op("residual_add", OpKind::kNorm, fw, t * h, 3 * t * h));
+  fwd.push_back(memory_op("residual_add", OpKind::kNorm, fw, t * h, 3 * t * h + mask));
   fwd.push_back(memory_op("post_attn_norm", OpKind::kNorm, fw, 4 * t * h, 2 * t * h + h, h));
   fwd.push_back(gemm("fc1", fw, t, h, 2 * f));
   fwd.push_back(memory_op("swiglu", OpKind::kActivation, fw, 5 * t * f, 3 * t * f));
@@ -183,13 +186,13 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
 
   auto& bwd = ops.backward;
   bwd.push_back(memory_op("input_norm_bwd", OpKind::kNorm, bw, 8 * t * h, 3 * t * h + h, h));
-  bwd.push_back(memory_op("residual_grad_add", OpKind::kNorm, bw, t * h, 3 * t * h));
+  bwd.push_back(memory_op("residual_grad_add", OpKind::kNorm, bw, t * h, 3 * t * h + mask));
   bwd.push_back(gemm("fc2_bwd", bw, t, f, h));
   bwd.push_back(memory_op("swiglu_bwd", OpKind::kActivation, bw, 8 * t * f, 5 * t * f));
   bwd.push_back(gemm("fc1_bwd", bw, t, h, 2 * f));
   if (tp) bwd.push_back(tp_all_reduce("fc1_grad_all_reduce"));
   bwd.push_back(memory_op("post_attn_norm_bwd", OpKind::kNorm, bw, 8 * t * h, 3 * t * h + h, h));
-  bwd.push_back(memory_op("residual_grad_add", OpKind::kNorm, bw, t * h, 3 * t * h));
+  bwd.push_back(memory_op("residual_grad_add", OpKind::kNorm, bw, t * h, 3 * t * h + mask));
   bwd.push_back(gemm("out_proj_bwd", bw, t, q, h));
   if (cp)
     bwd.push_back(Collective{"kv_all_gather_bwd", CollectiveKind::kAllGather,

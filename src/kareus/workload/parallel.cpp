@@ -72,6 +72,8 @@ ParallelConfig validated(const ModelSpec& model, ParallelConfig p) {
   if (p.microbatches < 1)
     fail("--microbatches", fmt::format("must be at least 1, got {}", p.microbatches));
   if (p.seq_len < 1) fail("--seq", fmt::format("must be at least 1, got {}", p.seq_len));
+  if (!(p.hidden_dropout >= 0 && p.hidden_dropout < 1))
+    fail("--hidden-dropout", fmt::format("must be in [0, 1), got {}", p.hidden_dropout));
   if (p.microbatch_size < 2) {
     fail("--mbs",
          fmt::format("must be at least 2 (a microbatch is split into two nanobatches), got {}",

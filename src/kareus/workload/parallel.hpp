@@ -32,6 +32,10 @@ struct ParallelConfig {
   int seq_len = 4096;       // tokens per sequence
   int microbatches = 8;     // per iteration, per pipeline
   Checkpointing checkpointing = Checkpointing::kFull;
+  // Megatron's hidden_dropout: the probability its bias-dropout-adds drop an element. Above 0 each
+  // of them also writes a one-byte mask in the forward and reads it back in the backward. 0 by
+  // default, as the models' published configs have it.
+  double hidden_dropout = 0;
   // Layers on each pipeline stage, first stage first; empty = default_layers_per_stage().
   std::vector<int> layers_per_stage;
 
