@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "kareus/pipeline/frontier_solver.hpp"
@@ -21,17 +22,21 @@
 namespace kareus::pipeline {
 
 // A plan one option away from another: `node` takes table option `option`; the plan's true time
-// and energy.
+// and energy. A cut move (see neighbours) changes more instructions: those are in `also`.
 struct Move {
   std::size_t node = 0;
   std::uint16_t option = 0;
   double time_s = 0, energy_j = 0;
+  std::vector<std::pair<std::size_t, std::uint16_t>> also;  // more (node, option) changes
 };
 
 // The moves from `plan` (a plan of `solver`) that can pay: of each instruction one candidate
 // slower (and on past near-ties), and of each one that every critical path runs through one and
-// two candidates faster, those that neither the plan nor another move dominates; time ascending.
-std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan);
+// two candidates faster; where longest paths run side by side, the cut move: every instruction of a
+// cut of the critical paths one candidate faster, the cut of least extra energy per second saved,
+// with the slack that opens reclaimed. Those that neither the plan nor another move dominates; time
+// ascending.
+std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move = false);
 
 // The plan a move from `origin` leads to.
 FrontierPoint moved(FrontierPoint origin, const Move& move);
