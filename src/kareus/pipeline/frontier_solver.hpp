@@ -58,7 +58,8 @@ struct SolverOptions {
   // the next round would take its expansions times the DAG's instructions past the budget
   // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
   // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 12
-  // (192 instructions) after 13 rounds of the 191 it needs, at 8 × 48 (768) after 2.
+  // (192 instructions) after 13 rounds of the 203 it needs (with the cut moves), at 8 × 48 (768)
+  // after 2.
   int local_search_rounds = 1000;
   double local_search_budget = 1e7;
   // Once one-option moves converge, the local search goes on with the cut move too (see

@@ -18,6 +18,13 @@
 namespace kareus::pipeline {
 namespace {
 
+// A step of an expansion's staircase of moves (see neighbours).
+struct Step {
+  std::size_t node = 0;
+  std::uint16_t option = 0;
+  double time_s = 0, energy_j = 0;
+};
+
 struct Run {
   double start, finish;
   std::size_t node;
@@ -34,6 +41,7 @@ struct Scratch {
   std::vector<std::size_t> critical_index, cut_chosen;
   std::vector<double> cut_time, cut_finish;
   FlowNetwork network;
+  std::vector<Step> steps;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -301,32 +309,41 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
   // strictly falling. The plan itself is its first step, left out at the end: a move it dominates
   // is dominated by it or by what dominates it.
   const double plan_energy = sum_effective + idle_power_w * makespan;
-  std::vector<Move> moves{{n, 0, makespan, plan_energy, {}}};
-  auto add_step = [&](Move m) {
+  // The staircase holds trivially copyable steps (a Move's vector made it 3% dearer); the cut move
+  // is the step of node n + 1, its changes kept aside.
+  std::vector<Step>& moves = s.steps;
+  moves.assign(1, {n, 0, makespan, plan_energy});
+  std::optional<Move> cut;
+  auto add_step = [&](const Step& m) {
     // The last step is the slowest and cheapest: most moves it dominates spare the search.
     if (m.time_s >= moves.back().time_s && m.energy_j >= moves.back().energy_j) return;
     auto after = std::upper_bound(moves.begin(), moves.end(), m.time_s,
-                                  [](double time_s, const Move& step) { return time_s < step.time_s; });
+                                  [](double time_s, const Step& step) { return time_s < step.time_s; });
     if (after != moves.begin() && std::prev(after)->energy_j <= m.energy_j) return;
     auto last = after;
     while (last != moves.end() && last->energy_j >= m.energy_j) ++last;
     auto first = after;
     if (first != moves.begin() && std::prev(first)->time_s == m.time_s) --first;  // now dominated
     if (first == last) {
-      moves.insert(first, std::move(m));
+      moves.insert(first, m);
     } else {
-      *first = std::move(m);
+      *first = m;
       moves.erase(std::next(first), last);
     }
   };
   auto move = [&](std::size_t v, const Candidate& to, double new_makespan) {
     const double energy = energy_of(v, to, new_makespan);
     if (new_makespan >= makespan && energy >= plan_energy) return;  // most slower moves: spare the search
-    add_step({v, static_cast<std::uint16_t>(to.option), new_makespan, energy, {}});
+    add_step({v, static_cast<std::uint16_t>(to.option), new_makespan, energy});
   };
   auto pareto_moves = [&] {
-    std::erase_if(moves, [&](const Move& m) { return m.node == n; });
-    return std::move(moves);
+    std::vector<Move> result;
+    result.reserve(moves.size());
+    for (const Step& m : moves) {
+      if (m.node == n + 1) result.push_back(std::move(*cut));
+      else if (m.node != n) result.push_back({m.node, m.option, m.time_s, m.energy_j, {}});
+    }
+    return result;
   };
   // Slower: only the paths through v grow, so the new makespan is immediate. The same pass lists
   // the nodes on a critical path, for the faster moves below.
@@ -355,9 +372,8 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
   }
   if (with_cut_move && s.bottleneck.size() < on_critical_path.size()) {
     // Not every critical node is on every longest path: some run side by side.
-    if (std::optional<Move> m = cut_move(dag, candidates_of, on_critical_path, makespan, idle_power_w, s)) {
-      add_step(std::move(*m));
-    }
+    cut = cut_move(dag, candidates_of, on_critical_path, makespan, idle_power_w, s);
+    if (cut) add_step({n + 1, 0, cut->time_s, cut->energy_j});
   }
   if (critical.empty()) return pareto_moves();
   const std::span<const double> avoiding =

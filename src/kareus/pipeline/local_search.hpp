@@ -1,7 +1,9 @@
 // Pareto local search after Phillips–Dessouky, which is exact on the options' convex hull only:
 // discrete combinations between its plans can be cheaper. Each plan of the front is expanded into
 // its one-option neighbours, and each neighbour that enters the front is expanded in the next round,
-// until none enters (no plan of the front has an improving move) or the budget is spent.
+// until none enters (no plan of the front has an improving move) or the budget is spent. Then every
+// plan is expanded once more with the cut move too (several instructions at once, where longest
+// paths run side by side), and the rounds go on until neither kind enters.
 //
 // Thread-safety: neighbours() on any threads at any time (as FrontierSolver allows);
 // run_local_search uses the calling thread and oneTBB's, with a result that does not depend on how
