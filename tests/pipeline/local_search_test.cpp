@@ -178,7 +178,8 @@ TEST(FrontierSolver, CutMoveLeavesALocalOptimumOfOneOptionMoves) {
   ASSERT_LT(fastest_exact_s, 0.075);
 
   for (const bool cut_moves : {false, true}) {
-    const SolverOptions options{.p_blocking_w = 0, .unit_time_s = 1e-3, .local_search_budget = 1e15, .cut_moves = cut_moves};
+    const SolverOptions options{
+        .p_blocking_w = 0, .unit_time_s = 1e-3, .local_search_budget = 1e15, .cut_moves = cut_moves};
     FrontierSolver solver(table, schedule, options);
     const std::vector<Move> moves = neighbours(solver, plan, cut_moves);
     const bool faster = std::ranges::any_of(moves, [&](const Move& m) { return m.time_s < plan.time_s - 1e-12; });

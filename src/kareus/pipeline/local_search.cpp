@@ -309,8 +309,8 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
   // strictly falling. The plan itself is its first step, left out at the end: a move it dominates
   // is dominated by it or by what dominates it.
   const double plan_energy = sum_effective + idle_power_w * makespan;
-  // The staircase holds trivially copyable steps (a Move's vector made it 3% dearer); the cut move
-  // is the step of node n + 1, its changes kept aside.
+  // The staircase holds trivially copyable steps (a Move's vector made an expansion 4% dearer); the
+  // cut move is the step of node n + 1, its changes kept aside.
   std::vector<Step>& moves = s.steps;
   moves.assign(1, {n, 0, makespan, plan_energy});
   std::optional<Move> cut;
