@@ -17,6 +17,7 @@ Needs highspy (PyPI), in a venv: python3 -m venv .venv && .venv/bin/pip install 
 """
 import argparse
 import csv
+import json
 import subprocess
 import sys
 import time
@@ -77,7 +78,8 @@ def dependencies(orders):
 
 
 def solve_deadline(nodes, edges, options, stages, p_w, deadline_s, time_limit_s, rel_gap):
-    """Least true energy within the deadline: (objective, dual bound, HiGHS's MIP gap, status)."""
+    """Least true energy within the deadline: (objective, dual bound, HiGHS's MIP gap, status, plan), the
+    plan HiGHS found as each node's chosen (time_s, energy_j), or None without one."""
     columns = []  # (node, time, energy) per binary column
     first = []
     for (s, t, _m) in nodes:
@@ -129,13 +131,18 @@ def solve_deadline(nodes, edges, options, stages, p_w, deadline_s, time_limit_s,
     info = h.getInfo()
     constant = p_w * stages * deadline_s
     status = h.modelStatusToString(h.getModelStatus())
-    return info.objective_function_value + constant, info.mip_dual_bound + constant, info.mip_gap, status
+    plan = None
+    if info.primal_solution_status == 2:  # feasible
+        x = h.getSolution().col_value
+        plan = [columns[max(range(first[v], first[v + 1]), key=lambda k: x[k])] for v in range(n)]
+    return info.objective_function_value + constant, info.mip_dual_bound + constant, info.mip_gap, status, plan
 
 
-def our_frontier(kareus, args, rounds):
+def our_frontier(kareus, args, setting):
+    rounds, _, unit = setting.partition("@")
     cmd = [kareus, "frontier", "--profile", args.profile, "--stages", str(args.stages), "--microbatches",
            str(args.microbatches), "--p-blocking", str(args.p_blocking), "--schedule", args.schedule,
-           "--unit-time", str(args.unit_time), "--csv"]
+           "--unit-time", unit or str(args.unit_time), "--csv"]
     if rounds == "converged":
         cmd += ["--local-search-budget", "1e15"]
     elif rounds != "default":
@@ -154,12 +161,16 @@ def main():
     ap.add_argument("--unit-time", type=float, default=1e-3)
     ap.add_argument("--local-search-rounds", default="default",
                     help="comma-separated local search settings, one front each: default (the CLI's), "
-                         "a number of rounds (at the default budget), or converged (no budget)")
+                         "a number of rounds (at the default budget), or converged (no budget); "
+                         "SETTING@UNIT runs that front at another --unit-time")
     ap.add_argument("--kareus", default="build/kareus")
     ap.add_argument("--deadlines", type=int, default=20)
     ap.add_argument("--time-limit", type=float, default=60.0, help="HiGHS time limit per deadline, s")
     ap.add_argument("--mip-gap", type=float, default=1e-5, help="HiGHS relative MIP gap to stop at")
     ap.add_argument("--max-gap", type=float, default=1e-3, help="fail (exit 1) when our gap is above this")
+    ap.add_argument("--dump-plans", metavar="FILE",
+                    help="write HiGHS's plan at each deadline (JSON: per instruction stage, type, microbatch, "
+                         "time_s, energy_j) to compare with kareus frontier --out's plans.json")
     args = ap.parse_args()
 
     options = read_profile(args.profile, args.stages)
@@ -176,12 +187,17 @@ def main():
     worst = [0.0] * len(budgets)
     worst_bound = [0.0] * len(budgets)
     worst_mip_gap = 0.0
+    dumped = []
     for i in range(args.deadlines):
         # Our CSV prints nine digits: the fastest plan's time may read a hair below its own.
         deadline = (fastest + (slowest - fastest) * i / (args.deadlines - 1)) * (1 + 1e-9)
         start = time.monotonic()
-        mip, bound, mip_gap, status = solve_deadline(nodes, edges, options, args.stages, args.p_blocking, deadline,
-                                                     args.time_limit, args.mip_gap)
+        mip, bound, mip_gap, status, plan = solve_deadline(nodes, edges, options, args.stages, args.p_blocking,
+                                                           deadline, args.time_limit, args.mip_gap)
+        if plan is not None:
+            dumped.append({"deadline_s": deadline, "energy_j": mip, "instructions": [
+                {"stage": s, "type": t, "microbatch": m, "time_s": c[0], "energy_j": c[1]}
+                for (s, t, m), c in zip(nodes, plan)]})
         took = time.monotonic() - start
         worst_mip_gap = max(worst_mip_gap, mip_gap)
         cells = []
@@ -191,6 +207,9 @@ def main():
             worst[j], worst_bound[j] = max(worst[j], gap), max(worst_bound[j], gap_bound)
             cells.append(f"{ours:.6f},{gap:.5%},{gap_bound:.5%}")
         print(f"{deadline:.6f},{mip:.6f},{bound:.6f},{mip_gap:.2e},{status},{took:.1f}," + ",".join(cells), flush=True)
+    if args.dump_plans:
+        with open(args.dump_plans, "w") as f:
+            json.dump(dumped, f, indent=1)
     for j, rounds in enumerate(budgets):
         print(f"local search budget {rounds}: worst gap to the MIP's plans {worst[j]:.5%}, to its dual bounds "
               f"{worst_bound[j]:.5%}; HiGHS's worst own MIP gap {worst_mip_gap:.3%}")

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "kareus/core/error.hpp"
+#include "exact_reference.hpp"
 #include "test_tables.hpp"
 #include "test_util.hpp"
 
@@ -35,10 +36,8 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     for (const FrontierPoint& plan : plans) {
-      for (const Move& m : neighbours(solver, plan)) {
-        std::vector<std::uint16_t> moved = plan.assignment;
-        moved[m.node] = m.option;
-        TimeEnergy truth = evaluate_assignment(table, solver.dag(), moved, p);
+      for (const Move& m : neighbours(solver, plan, /*with_cut_move=*/true)) {
+        TimeEnergy truth = evaluate_assignment(table, solver.dag(), moved(plan, m).assignment, p);
         RC_ASSERT(std::abs(truth.time_s - m.time_s) < 1e-9);
         RC_ASSERT(std::abs(truth.energy_j - m.energy_j) < 1e-6);
       }
@@ -118,7 +117,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
 }
 
 // run_local_search on its own: run without a budget it reports convergence, and then no plan of
-// the front has a move the front would take (the definition of converged); it never loses a plan
+// the front has a move the front would take, one-option or cut (the definition of converged); it never loses a plan
 // Phillips–Dessouky's steps gave it.
 RC_GTEST_PROP(FrontierSolver, ConvergedRoundsLeaveNoPlanWithAnEnteringMove, ()) {
   const auto [table, schedule] = random_small_pipeline();
@@ -138,13 +137,71 @@ RC_GTEST_PROP(FrontierSolver, ConvergedRoundsLeaveNoPlanWithAnEnteringMove, ()) 
   std::vector<TimeEnergy> kept;
   for (const auto& [time_s, plan] : front.plans()) {
     kept.push_back(plan.point.time_energy());
-    for (const Move& m : neighbours(solver, plan.point)) RC_ASSERT(front.dominated(m.time_s, m.energy_j));
+    for (const Move& m : neighbours(solver, plan.point, /*with_cut_move=*/true)) {
+      RC_ASSERT(front.dominated(m.time_s, m.energy_j));
+    }
   }
   for (const TimeEnergy& p : stepped) {
     // Within the front's tolerances, which a chain of replacements can take twice (plan_front.hpp).
     auto energy = min_energy_within_time(kept, p.time_s * (1 + 2e-8));
     RC_ASSERT(energy.has_value());
     RC_ASSERT(*energy <= p.energy_j * (1 + 1e-8));
+  }
+}
+
+
+// Where two longest paths run side by side, no one instruction shortens both: 1F1B on 2 stages and
+// 2 microbatches with stage 0's backward of microbatch 0 (30 ms) beside stage 1's forward and
+// backward of microbatch 1 (15 + 15 ms). From the plan below (80 ms, 13 J, on the exact frontier)
+// no one-option move is faster, and the search from it alone stops above the exact frontier; the
+// cut move speeds up both paths at once (80 -> 75 ms), and with it the search finds every exact
+// point (checked against enumeration, tests/pipeline/exact_reference.hpp).
+TEST(FrontierSolver, CutMoveLeavesALocalOptimumOfOneOptionMoves) {
+  auto option = [](double time_s, double energy_j) { return StageOption{1410, time_s, energy_j, nullptr}; };
+  OptionTable table;
+  table.options.resize(2);
+  table.at(0, OptionSlot::kForward) = {option(0.010, 1)};
+  table.at(0, OptionSlot::kBackward) = {option(0.020, 3), option(0.030, 2)};
+  table.at(1, OptionSlot::kForward) = {option(0.010, 2), option(0.015, 1)};
+  table.at(1, OptionSlot::kBackward) = {option(0.010, 2), option(0.015, 1)};
+  const auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 2, 2);
+  const std::vector<TimeEnergy> exact = testing::enumerated_frontier(table, schedule, 0);
+  const InstructionDag dag(schedule);
+  // Stage 0 runs F0 F1 B0 B1, stage 1 F0 B0 F1 B1: B0 on stage 0 slow, stage 1's microbatch 1 slow.
+  const std::vector<std::uint16_t> assignment{0, 0, 1, 0, 0, 0, 1, 1};
+  const TimeEnergy plan_te = evaluate_assignment(table, dag, assignment, 0);
+  ASSERT_NEAR(plan_te.time_s, 0.080, 1e-12);
+  ASSERT_NEAR(plan_te.energy_j, 13, 1e-12);
+  ASSERT_NEAR(*min_energy_within_time(exact, 0.080 + 1e-12), 13, 1e-12);
+  const FrontierPoint plan{.time_s = plan_te.time_s, .energy_j = plan_te.energy_j, .assignment = assignment};
+  const double fastest_exact_s = exact.front().time_s;
+  ASSERT_LT(fastest_exact_s, 0.075);
+
+  for (const bool cut_moves : {false, true}) {
+    const SolverOptions options{
+        .p_blocking_w = 0, .unit_time_s = 1e-3, .local_search_budget = 1e15, .cut_moves = cut_moves};
+    FrontierSolver solver(table, schedule, options);
+    const std::vector<Move> moves = neighbours(solver, plan, cut_moves);
+    const bool faster = std::ranges::any_of(moves, [&](const Move& m) { return m.time_s < plan.time_s - 1e-12; });
+    EXPECT_EQ(faster, cut_moves);
+    for (const Move& m : moves) {  // every move, compound or not, carries its true time and energy
+      const TimeEnergy truth = evaluate_assignment(table, dag, moved(plan, m).assignment, 0);
+      EXPECT_NEAR(truth.time_s, m.time_s, 1e-12);
+      EXPECT_NEAR(truth.energy_j, m.energy_j, 1e-9);
+    }
+    SearchFront front;
+    front.offer(plan);
+    const LocalSearchOutcome outcome = run_local_search(solver, front, options, {});
+    EXPECT_TRUE(outcome.converged);
+    std::vector<TimeEnergy> ours;
+    for (const auto& [time_s, kept] : front.plans()) ours.push_back(kept.point.time_energy());
+    const double gap = testing::frontier_gap(ours, exact).relative;
+    if (cut_moves) {
+      EXPECT_LT(gap, 1e-12) << "with the cut move";
+    } else {
+      EXPECT_GT(gap, 0.05) << "one-option moves alone";  // the fastest exact plans are out of reach
+      EXPECT_GT(ours.front().time_s, fastest_exact_s);
+    }
   }
 }
 

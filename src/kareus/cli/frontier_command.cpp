@@ -206,7 +206,8 @@ Action register_frontier(CLI::App& app) {
                 "Perseus's plain assignment)");
   cmd->add_option("--local-search-rounds", flags->local_search_rounds,
                   "At most this many rounds of Pareto local search over one-option moves after "
-                  "Phillips-Dessouky; it stops earlier once no plan of the front has a move that enters it "
+                  "Phillips-Dessouky, then cut moves too once those converge; it stops earlier once no plan of "
+                  "the front has a move that enters it "
                   "(the summary says which); 0 keeps Phillips-Dessouky's plans only")
       ->capture_default_str();
   cmd->add_option("--local-search-budget", flags->local_search_budget,

@@ -58,9 +58,13 @@ struct SolverOptions {
   // the next round would take its expansions times the DAG's instructions past the budget
   // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
   // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 12
-  // (192 instructions) after 13 rounds of the 191 it needs, at 8 × 48 (768) after 2.
+  // (192 instructions) after 13 rounds of the 203 it needs (with the cut moves), at 8 × 48 (768)
+  // after 2.
   int local_search_rounds = 1000;
   double local_search_budget = 1e7;
+  // Once one-option moves converge, the local search goes on with the cut move too (see
+  // local_search.hpp) until no plan has either that enters the front.
+  bool cut_moves = true;
 };
 
 // One plan, evaluated on the true options it assigns.
@@ -232,6 +236,15 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
 // True time and energy of an assignment (option index per DAG node) of `table` under `dag`.
 TimeEnergy evaluate_assignment(const OptionTable& table, const InstructionDag& dag,
                                std::span<const std::uint16_t> assignment, double p_blocking_w);
+
+// Moves instructions that have slack in the real schedule to the slowest candidate that still fits,
+// latest-first, so the iteration time does not grow beyond `makespan` (at least the current one).
+// `chosen` holds indices into each node's candidates and `time` their times; both are updated.
+// `finish` is the earliest finish of every node before the moves. (Plans of the steps and the
+// local search's cut moves.)
+void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+                   std::vector<std::size_t>& chosen, std::vector<double>& time, std::span<const double> finish,
+                   double makespan);
 
 // Iteration energy of one GPU per stage: Σ option energies + P·(stages·T − Σ option times).
 double iteration_energy_j(double sum_energy_j, double sum_time_s, int num_stages,

@@ -1,7 +1,9 @@
 // Pareto local search after Phillips–Dessouky, which is exact on the options' convex hull only:
 // discrete combinations between its plans can be cheaper. Each plan of the front is expanded into
 // its one-option neighbours, and each neighbour that enters the front is expanded in the next round,
-// until none enters (no plan of the front has an improving move) or the budget is spent.
+// until none enters (no plan of the front has an improving move) or the budget is spent. Then every
+// plan is expanded once more with the cut move too (several instructions at once, where longest
+// paths run side by side), and the rounds go on until neither kind enters.
 //
 // Thread-safety: neighbours() on any threads at any time (as FrontierSolver allows);
 // run_local_search uses the calling thread and oneTBB's, with a result that does not depend on how
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "kareus/pipeline/frontier_solver.hpp"
@@ -21,17 +24,21 @@
 namespace kareus::pipeline {
 
 // A plan one option away from another: `node` takes table option `option`; the plan's true time
-// and energy.
+// and energy. A cut move (see neighbours) changes more instructions: those are in `also`.
 struct Move {
   std::size_t node = 0;
   std::uint16_t option = 0;
   double time_s = 0, energy_j = 0;
+  std::vector<std::pair<std::size_t, std::uint16_t>> also;  // more (node, option) changes
 };
 
 // The moves from `plan` (a plan of `solver`) that can pay: of each instruction one candidate
 // slower (and on past near-ties), and of each one that every critical path runs through one and
-// two candidates faster, those that neither the plan nor another move dominates; time ascending.
-std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan);
+// two candidates faster; where longest paths run side by side, the cut move: every instruction of a
+// cut of the critical paths one candidate faster, the cut of least extra energy per second saved,
+// with the slack that opens reclaimed. Those that neither the plan nor another move dominates; time
+// ascending.
+std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move = false);
 
 // The plan a move from `origin` leads to.
 FrontierPoint moved(FrontierPoint origin, const Move& move);

@@ -7,12 +7,7 @@
 #include "kareus/pipeline/frontier_solver.hpp"
 
 namespace kareus::pipeline {
-namespace {
 
-// Moves instructions that have slack in the real schedule to the slowest option that still fits,
-// latest-first, so the iteration time does not grow beyond `makespan` (at least the current one).
-// `chosen` holds indices into each node's candidates and `time` their times; both are updated.
-// `finish` is the earliest finish of every node before the moves.
 void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
                    std::vector<std::size_t>& chosen, std::vector<double>& time, std::span<const double> finish,
                    double makespan) {
@@ -40,8 +35,6 @@ void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Ca
     latest_start[v] = latest_finish - time[v];
   }
 }
-
-}  // namespace
 
 double iteration_energy_j(double sum_energy_j, double sum_time_s, int num_stages,
                           double iteration_time_s, double p_blocking_w) {
