@@ -38,6 +38,8 @@ double memory_kernel_bytes(const MemoryShape& s) {
       return e * (s.backward ? 5 : 3) * rw;
     case MemoryKernel::kAdd:
       return e * 3 * rw;
+    case MemoryKernel::kDropoutAdd:
+      return e * 3 * rw + rw;
     case MemoryKernel::kStream:
       return e * 2 * rw;
   }
@@ -72,7 +74,7 @@ std::vector<OpShape> op_shapes(const workload::ModelSpec& model, const workload:
     } else if (base == "flash_attention") {
       shape = AttentionShape{batch, hq, hk, q_len, static_cast<long>(p.seq_len), d, bwd};
     } else if (base == "residual_add" || base == "residual_grad_add") {
-      shape = MemoryShape{MemoryKernel::kAdd, t, h, bwd};
+      shape = MemoryShape{p.hidden_dropout > 0 ? MemoryKernel::kDropoutAdd : MemoryKernel::kAdd, t, h, bwd};
     } else if (base == "input_norm" || base == "post_attn_norm" || base == "final_norm") {
       shape = MemoryShape{MemoryKernel::kRmsNorm, t, h, bwd};
     } else if (base == "qk_norm") {

@@ -41,6 +41,7 @@ enum class MemoryKernel : std::uint8_t {
   kRope,     // rotate pairs of each row in place
   kSwiglu,   // y = silu(gate) · up from a [rows, 2·width] input (backward: d[gate, up] from dy)
   kAdd,      // c = a + b
+  kDropoutAdd,  // c = a + mask · b / keep, writing (forward) or reading (backward) a one-byte mask
   kStream,   // read `width` elements of each row, write them back (embedding, cross-entropy)
 };
 

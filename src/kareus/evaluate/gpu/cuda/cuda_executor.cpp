@@ -321,6 +321,15 @@ class CudaExecutor final : public PartitionExecutor {
         void* c = buffer(p, rw);
         return [=](cudaStream_t s) { cuda::add(a, b, c, rows * width, s); };
       }
+      case MemoryKernel::kDropoutAdd: {
+        void* a = buffer(p, rw);
+        void* b = buffer(p, rw);
+        void* c = buffer(p, rw);
+        auto* mask = static_cast<std::uint8_t*>(zeroed(p, static_cast<std::size_t>(rows * width)));
+        const auto keep = static_cast<float>(1 - options_.parallel.hidden_dropout);
+        const bool backward = mshape.backward;
+        return [=](cudaStream_t s) { cuda::dropout_add(a, b, mask, c, rows * width, keep, backward, s); };
+      }
       case MemoryKernel::kStream: {
         void* in = buffer(p, rw);
         void* out = buffer(p, rw);

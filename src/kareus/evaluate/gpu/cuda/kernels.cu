@@ -115,6 +115,25 @@ __global__ void add_kernel(const bf16* a, const bf16* b, bf16* c, long n) {
   }
 }
 
+__global__ void dropout_add_kernel(const bf16* a, const bf16* b, std::uint8_t* mask, bf16* c, long n, float keep,
+                                   bool backward) {
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x) {
+    std::uint8_t m;
+    if (backward) {
+      m = mask[i];
+    } else {
+      unsigned h = static_cast<unsigned>(i) * 2654435761u;
+      h ^= h >> 15;
+      h *= 2246822519u;
+      h ^= h >> 13;
+      m = static_cast<float>(h & 0xffffffu) < keep * 16777216.0f;
+      mask[i] = m;
+    }
+    const float scale = m ? 1.0f / keep : 0.0f;
+    c[i] = __float2bfloat16(__bfloat162float(a[i]) + scale * __bfloat162float(b[i]));
+  }
+}
+
 __global__ void stream_kernel(const bf16* in, bf16* out, long n) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x) {
     out[i] = in[i];
@@ -184,6 +203,13 @@ void swiglu(const void* in, const void* dy, void* out, long rows, long width, cu
 void add(const void* a, const void* b, void* c, long elements, cudaStream_t stream) {
   add_kernel<<<grid_for(elements), kThreads, 0, stream>>>(static_cast<const bf16*>(a), static_cast<const bf16*>(b),
                                                           static_cast<bf16*>(c), elements);
+}
+
+void dropout_add(const void* a, const void* b, std::uint8_t* mask, void* c, long elements, float keep, bool backward,
+                 cudaStream_t stream) {
+  dropout_add_kernel<<<grid_for(elements), kThreads, 0, stream>>>(static_cast<const bf16*>(a),
+                                                                  static_cast<const bf16*>(b), mask,
+                                                                  static_cast<bf16*>(c), elements, keep, backward);
 }
 
 void stream_copy(const void* in, void* out, long elements, cudaStream_t stream) {

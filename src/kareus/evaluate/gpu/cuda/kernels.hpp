@@ -22,6 +22,10 @@ void rope(void* x, long rows, long width, long positions, cudaStream_t stream);
 // d[gate, up], [rows, 2 width].
 void swiglu(const void* in, const void* dy, void* out, long rows, long width, cudaStream_t stream);
 void add(const void* a, const void* b, void* c, long elements, cudaStream_t stream);
+// Megatron's bias-dropout-add with dropout probability 1 - keep: c = a + mask · b / keep, one byte
+// of mask per element. Forward draws the mask from a counter hash and writes it; backward reads it.
+void dropout_add(const void* a, const void* b, std::uint8_t* mask, void* c, long elements, float keep, bool backward,
+                 cudaStream_t stream);
 // out = in, element by element (the streaming half of embedding and cross-entropy).
 void stream_copy(const void* in, void* out, long elements, cudaStream_t stream);
 
