@@ -447,3 +447,25 @@ TEST(GemmTileCost, ASmallReductionRunsFurtherBelowPeakOnlyWhereTheTileCostIsMode
 
 }  // namespace
 }  // namespace kareus::evaluate
+
+namespace kareus::evaluate {
+namespace {
+
+// An op's helper kernels run alone around its main kernel: their bytes add their time at the
+// HBM's speed to a compute-bound op (here attention), on top of its own time.
+TEST(HelperKernels, AddTheirBytesAtTheHbmSpeed) {
+  const hardware::GpuSpec a100 = hardware::load_gpu_preset("a100-sxm4-40gb");
+  const SimulatedEvaluator sim(a100);
+  Partition p;
+  p.key = "attention";
+  p.ops.push_back({"flash_attention", workload::OpKind::kAttention, workload::Pass::kForward, 50e9, 30e6, 0, 2048,
+                   96, 128});
+  Partition with = p;
+  with.ops[0].helper_bytes = 100e6;
+  const double extra_s = sim.compute_alone(with, 1005).time_s - sim.compute_alone(p, 1005).time_s;
+  const double hbm_bps = a100.hbm_bandwidth_bps * sim.options().hbm_efficiency;
+  EXPECT_NEAR(extra_s, 100e6 / hbm_bps, 1e-9);
+}
+
+}  // namespace
+}  // namespace kareus::evaluate

@@ -106,6 +106,23 @@ TEST(LayerOps, HiddenDropoutAddsAMaskByteToEveryBiasDropoutAdd) {
   }
 }
 
+// TransformerEngine's all-gather CP moves the gathered K/V and the chunks' outputs and gradients in
+// helper kernels around attention; without CP there are none.
+TEST(LayerOps, CpAttentionCarriesTransformerEnginesReordersAndCopies) {
+  ModelSpec m = load_model("llama-3.2-3b");
+  const ParallelConfig cp2 = validated(m, config(4, 2));
+  auto fwd = ops_by_name(layer_ops(m, cp2).forward), bwd = ops_by_name(layer_ops(m, cp2).backward);
+  const double t = 4 * 2048, t_kv = 4 * 4096, q = 6 * 128, kv = 2 * 128, gathered = t_kv * 2 * kv;
+  EXPECT_DOUBLE_EQ(fwd.at("flash_attention").helper_bytes, 2 * (2 * gathered + 2 * t * q));
+  // Reorder, zeroed dK/dV, dQ copies, per-chunk adds over 5/4 of the gathered length, reorder back.
+  EXPECT_DOUBLE_EQ(bwd.at("flash_attention_bwd").helper_bytes,
+                   2 * (2 * gathered + gathered + 2 * t * q + 3 * 1.25 * gathered + 2 * gathered));
+  for (const auto& [name, op] : ops_by_name(layer_ops(m, validated(m, config(8, 1))).forward))
+    EXPECT_EQ(op.helper_bytes, 0) << name;
+  // A microbatch's un-split op moves twice a nanobatch's.
+  EXPECT_DOUBLE_EQ(scaled_tokens(fwd.at("flash_attention"), 2).helper_bytes, 2 * fwd.at("flash_attention").helper_bytes);
+}
+
 TEST(LayerOps, TpCollectivesFollowTheRowAndColumnParallelGemms) {
   ModelSpec m = load_model("llama-3.2-3b");
   LayerOps layer = layer_ops(m, validated(m, config(8, 1)));

@@ -36,7 +36,7 @@ void print_partition(const workload::Partition& p) {
       if (s.first_op == i) slot = s.name;
     }
     fmt::print("  {:<22} {:<12} {:>10.2f} {:>10.2f}  {}\n", op.name, workload::to_string(op.kind),
-               op.flops / 1e9, op.hbm_bytes / 1e6, slot);
+               op.flops / 1e9, (op.hbm_bytes + op.helper_bytes) / 1e6, slot);
   }
   fmt::print("  {:<22} {:<12} {:>10.2f} {:>10.2f}\n", "total", "", p.flops() / 1e9,
              p.hbm_bytes() / 1e6);
@@ -55,6 +55,7 @@ nlohmann::json to_json(const workload::Partition& p) {
                    {"kind", workload::to_string(op.kind)},
                    {"flops", op.flops},
                    {"hbm_bytes", op.hbm_bytes}});
+    if (op.helper_bytes > 0) ops.back()["helper_bytes"] = op.helper_bytes;
   }
   nlohmann::json slots = nlohmann::json::array();
   for (const auto& s : p.slots)

@@ -175,8 +175,10 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
         compute_time_s = waves * op.flops / (peak_flops * free_share * op_eff);
         const double floor_s =
             waves * floor_ratio(options_, op) * op.flops / (top_peak_flops * free_share * op_eff);
-        ph.op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + options_.kernel_launch_s;
-        op_hbm_bps = op.hbm_bytes / ph.op_time_s;
+        // Helper kernels (op.helper_bytes) run alone around the main one, at the HBM's speed.
+        ph.op_time_s = std::max({compute_time_s, floor_s, op.hbm_bytes / hbm_bps_}) + op.helper_bytes / hbm_bps_ +
+                       options_.kernel_launch_s;
+        op_hbm_bps = (op.hbm_bytes + op.helper_bytes) / ph.op_time_s;
       }
       ph.coll_link_bps = moving ? collective_rate_bps(f, sms) : 0;
       const double coll_hbm_bps = ph.coll_link_bps * coll_hbm_factor;

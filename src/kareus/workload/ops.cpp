@@ -112,6 +112,7 @@ std::string_view to_string(ParallelGroup group) {
 ComputeOp scaled_tokens(ComputeOp op, double factor) {
   op.flops *= factor;
   op.hbm_bytes = (op.hbm_bytes - op.weight_bytes) * factor + op.weight_bytes;
+  op.helper_bytes *= factor;
   if (op.kind == OpKind::kGemm) op.rows *= factor;
   if (op.kind == OpKind::kAttention) op.cols *= factor;
   return op;
@@ -172,9 +173,19 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
                              p.cp, kv_bytes});
   const double sequences = static_cast<double>(p.nanobatch_size());
   const double q_per_sequence = p.seq_len / static_cast<double>(p.cp);  // this rank's query tokens
+  // All-gather CP as TransformerEngine runs it (AttnFuncWithCPAndKVAllGather, Megatron's sbhd
+  // layout): the gathered K and V are index_select-ed into sequence order, attention runs once per
+  // local chunk (this rank's two of the 2·CP) and each chunk's output is copied into place, each a
+  // kernel of its own. Backward re-gathers and reorders, zeroes full-length dK/dV, adds each
+  // chunk's dK/dV into its KV range (ranges summing to (2CP+1)/2CP of the gathered length), copies
+  // each chunk's dQ into place and reorders dK/dV back. Read + write bytes.
+  const double gathered = t_kv * 2 * kv;  // K and V elements after the all-gather
+  const double chunk_share = (2.0 * p.cp + 1) / (2.0 * p.cp);
+  const double cp_fwd_helpers = cp ? e * (2 * gathered + 2 * t * q) : 0;
+  const double cp_bwd_helpers = cp ? e * (2 * gathered + gathered + 2 * t * q + 3 * chunk_share * gathered + 2 * gathered) : 0;
   fwd.push_back(ComputeOp{"flash_attention", OpKind::kAttention, fw, attention_flops,
                           e * (2 * t * q + 2 * t_kv * kv), 0, q_per_sequence, sequences * heads,
-                          static_cast<double>(model.head_dim)});
+                          static_cast<double>(model.head_dim), cp_fwd_helpers});
   fwd.push_back(gemm("out_proj", fw, t, q, h));
   if (tp) fwd.push_back(tp_all_reduce("attn_all_reduce"));
   fwd.push_back(memory_op("residual_add", OpKind::kNorm, fw, t * h, 3 * t * h + mask));
@@ -201,7 +212,7 @@ LayerOps layer_ops(const ModelSpec& model, const ParallelConfig& p) {
   // writes dQ and this rank's partial dK, dV for every gathered token.
   bwd.push_back(ComputeOp{"flash_attention_bwd", OpKind::kAttention, bw, 2.5 * attention_flops,
                           e * (4 * t * q + 4 * t_kv * kv), 0, q_per_sequence, sequences * heads,
-                          static_cast<double>(model.head_dim)});
+                          static_cast<double>(model.head_dim), cp_bwd_helpers});
   if (cp)
     bwd.push_back(Collective{"dkv_reduce_scatter", CollectiveKind::kReduceScatter,
                              ParallelGroup::kContext, p.cp, kv_bytes});

@@ -50,6 +50,9 @@ struct ComputeOp {
   // Attention: `rows` query tokens per (sequence, head), `cols` = sequences x heads, `inner` =
   // head dim.
   double rows = 0, cols = 0, inner = 0;
+  // Bytes that helper kernels inside the op move around its main kernel, alone (the reorders and
+  // copies of context-parallel attention); activation-sized, not part of hbm_bytes.
+  double helper_bytes = 0;
 
   bool operator==(const ComputeOp&) const = default;
 };

@@ -115,7 +115,7 @@ double Partition::flops() const {
 
 double Partition::hbm_bytes() const {
   double total = 0;
-  for (const auto& op : ops) total += op.hbm_bytes;
+  for (const auto& op : ops) total += op.hbm_bytes + op.helper_bytes;
   return total;
 }
 

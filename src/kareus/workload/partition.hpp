@@ -55,7 +55,7 @@ struct Partition {
   // The slots a knob may name: every launch slot, then "none".
   std::vector<std::string> slot_names() const;
   double flops() const;
-  double hbm_bytes() const;
+  double hbm_bytes() const;  // every op's traffic, its helper kernels' included
 
   bool operator==(const Partition&) const = default;
 };
