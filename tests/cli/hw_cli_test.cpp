@@ -141,8 +141,8 @@ TEST_F(HwCli, CheckPlansPrintsEveryPlanTheFrontiersAndTheSummary) {
 }
 
 // The model held against the Kareus cluster's measured plans: a ratchet on the medians the
-// note of issue 18 records (time 16.37%, energy 11.30% after the GEMM tile cost and the hidden
-// dropout's masks), so a change
+// note of issue 18 records (time 15.27%, energy 10.85% after the GEMM tile cost, the hidden
+// dropout's masks and CP attention's helper kernels), so a change
 // that takes the simulated GPU further from the hardware fails here; lower them as it improves.
 TEST_F(HwCli, CheckPlansErrorsDoNotGrowPastTheRecordedMedians) {
   CliResult r = run("hw check --gpu a100-sxm4-40gb --plans " + kPlans);
@@ -150,8 +150,8 @@ TEST_F(HwCli, CheckPlansErrorsDoNotGrowPastTheRecordedMedians) {
   std::smatch m;
   const std::string summary = last_line(r.out);
   ASSERT_TRUE(std::regex_match(summary, m, kPlanSummary)) << summary;
-  EXPECT_LE(std::stod(m[1]), 16.4) << "median time error";
-  EXPECT_LE(std::stod(m[3]), 11.35) << "median energy error";
+  EXPECT_LE(std::stod(m[1]), 15.3) << "median time error";
+  EXPECT_LE(std::stod(m[3]), 10.9) << "median energy error";
 }
 
 TEST_F(HwCli, CheckNeedsProfilesOrPlansButNotBoth) {
