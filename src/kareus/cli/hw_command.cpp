@@ -5,7 +5,6 @@
 //   hw fit --base-gpu NAME --profile F --out G.json   calibrate the power model to a profile
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -144,31 +143,16 @@ void print_rows(const hardware::ShapeCheck& check) {
   }
 }
 
-// What kind of work the model misses, per frontier: the energy it lacks over the time it lacks,
-// per GPU, median over the plans whose times differ by more than 1%. Near the static power it is
-// waiting (exposed communication, idle gaps); near the iteration's own power it is work at the clock.
+// What kind of work the model misses, per frontier (planner::MissingWork).
 void print_missing_power(const planner::PlanCheck& check, const hardware::GpuSpec& gpu) {
-  std::map<std::pair<std::string, planner::Method>, std::vector<std::pair<double, double>>> missing;
-  for (const auto& r : check.rows) {
-    const double dt = r.plan->time_s - r.model_time_s, de = r.plan->energy_j - r.model_energy_j;
-    if (std::abs(dt) <= 0.01 * r.plan->time_s) continue;
-    missing[{r.plan->job.name, r.plan->method}].push_back({dt, de / dt / r.plan->job.parallel.pp});
-  }
-  if (missing.empty()) return;
+  if (check.missing.empty()) return;
   fmt::print("\nWhat the model misses: measured minus model time, and the power of that time (energy over time, per "
              "GPU; {:g} W is a waiting GPU), median over the plans differing by more than 1%\n",
              gpu.static_power_w);
   fmt::print("{:<21} {:<36} {:>10} {:>10} {:>6}\n", "method", "job", "missing_s", "power_w", "plans");
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
-  for (const auto& [key, values] : missing) {
-    std::vector<double> dt, power;
-    for (const auto& [t, w] : values) dt.push_back(t), power.push_back(w);
-    fmt::print("{:<21} {:<36} {:>10.4f} {:>10.1f} {:>6}\n", planner::to_string(key.second), key.first, median(dt),
-               median(power), values.size());
+  for (const auto& m : check.missing) {
+    fmt::print("{:<21} {:<36} {:>10.4f} {:>10.1f} {:>6}\n", planner::to_string(m.method), m.job, m.time_s, m.power_w,
+               m.plans);
   }
 }
 

@@ -43,11 +43,6 @@ std::string text(const nlohmann::json& object, const char* key, const std::strin
   return value.get<std::string>();
 }
 
-std::vector<Job> bundled_configs() {
-  const std::filesystem::path path = configs_path();
-  return parse_evaluation_configs(read_json_file(path), path.string());
-}
-
 }  // namespace
 
 std::vector<Job> parse_evaluation_configs(const nlohmann::json& doc, const std::string& source) {
@@ -95,14 +90,19 @@ std::vector<Job> parse_evaluation_configs(const nlohmann::json& doc, const std::
   return jobs;
 }
 
+std::vector<Job> evaluation_configs() {
+  const std::filesystem::path path = configs_path();
+  return parse_evaluation_configs(read_json_file(path), path.string());
+}
+
 std::vector<std::string> evaluation_config_names() {
   std::vector<std::string> names;
-  for (const Job& job : bundled_configs()) names.push_back(job.name);
+  for (const Job& job : evaluation_configs()) names.push_back(job.name);
   return names;
 }
 
 Job evaluation_config(std::string_view name) {
-  for (const Job& job : bundled_configs()) {
+  for (const Job& job : evaluation_configs()) {
     if (job.name == name) return job;
   }
   throw InputError({"", 0, 0, "--preset"}, fmt::format("unknown configuration '{}'; known: {}", name,

@@ -120,8 +120,7 @@ std::vector<ReferencePlan> read_artifact_plans(const std::filesystem::path& plan
 
   // The artifact's plans come from the Kareus evaluation: a plan of one of its configurations
   // runs with that configuration's training settings (its hidden dropout).
-  std::vector<Job> evaluation;
-  for (const std::string& name : evaluation_config_names()) evaluation.push_back(evaluation_config(name));
+  const std::vector<Job> evaluation = evaluation_configs();
   std::vector<ReferencePlan> out;
   for (const Key& key : order) {
     ReferencePlan plan = std::move(by_key.at(key));
@@ -246,6 +245,17 @@ PlanCheck check_plans(const std::vector<ReferencePlan>& plans, const evaluate::E
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
+  std::map<std::pair<std::string, Method>, std::pair<std::vector<double>, std::vector<double>>> missing;
+  for (const auto& r : check.rows) {
+    const double dt = r.plan->time_s - r.model_time_s, de = r.plan->energy_j - r.model_energy_j;
+    if (std::abs(dt) <= 0.01 * r.plan->time_s) continue;
+    auto& [times, powers] = missing[{r.plan->job.name, r.plan->method}];
+    times.push_back(dt);
+    powers.push_back(de / dt / r.plan->job.parallel.pp);
+  }
+  for (const auto& [key, values] : missing) {
+    check.missing.push_back({key.first, key.second, median(values.first), median(values.second), values.first.size()});
+  }
   auto max = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
   check.time_err_median = median(time_errs);
   check.time_err_max = max(time_errs);

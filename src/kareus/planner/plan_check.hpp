@@ -70,9 +70,21 @@ struct FrontierCheck {
   double model_fastest_time_s = 0, model_fastest_energy_j = 0;
 };
 
+// Per (job, method): what kind of work the evaluator misses against the plans: measured minus model
+// time, and the power of that time per GPU (the energy it lacks over the time it lacks), medians
+// over the plans whose times differ by more than 1%. Near the static power it is waiting (exposed
+// communication, idle gaps); near the iteration's own power it is work at the clock.
+struct MissingWork {
+  std::string job;
+  Method method = Method::kPerseus;
+  double time_s = 0, power_w = 0;
+  std::size_t plans = 0;
+};
+
 struct PlanCheck {
   std::vector<PlanCheckRow> rows;
   std::vector<FrontierCheck> frontiers;
+  std::vector<MissingWork> missing;  // by job, then method
   // |errors| as fractions over all rows.
   double time_err_median = 0, time_err_max = 0;
   double energy_err_median = 0, energy_err_max = 0;

@@ -114,6 +114,7 @@ plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline:
 // The ten configurations of the Kareus evaluation (A100, PP 2), by name, e.g.
 // "llama3.2-3b-tp8-mbs8-seq4096" or "qwen3-1.7b-cp2tp4-mbs8-seq8192", read from
 // data/configs/kareus-osdi26.json (evaluation_configs.cpp).
+std::vector<Job> evaluation_configs();  // all of them, in the file's order
 std::vector<std::string> evaluation_config_names();
 Job evaluation_config(std::string_view name);  // InputError listing the names when unknown
 
