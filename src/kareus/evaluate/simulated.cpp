@@ -99,7 +99,7 @@ SimulatedEvaluator::SimulatedEvaluator(hardware::GpuSpec gpu, SimulationOptions 
     // prologue loads gemm_stages - 1 stages of operands and the epilogue stores the bf16 output
     // tile, at this SM's share of the L2 bandwidth (every SM does the same at once), while its
     // tensor cores wait. Both scale with the clock, as the main loop does.
-    const double e = 2;  // bf16 bytes
+    const double e = workload::kBytesPerElement;
     const double tile_bytes =
         (options_.gemm_stages - 1) * (options_.gemm_tile_rows + options_.gemm_tile_cols) *
             options_.gemm_tile_depth * e +
