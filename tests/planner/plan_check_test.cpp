@@ -64,6 +64,35 @@ TEST(ArtifactPlans, SlowerClocksNeverShortenAPlan) {
   EXPECT_GT(check.rows[1].model_time_s, check.rows[0].model_time_s);
 }
 
+// How the missing time scales: measured times a fixed multiple of the model's give the same ratio at
+// the fastest and the slowest plan; a fixed time added to each gives a ratio falling at the slow end.
+TEST(ArtifactPlans, MissingWorkSaysWhetherTheMissingTimeScalesWithTheGpusTime) {
+  auto plans = read_artifact_plans(kData / "plans.csv", kData / "plan_clocks.csv");
+  evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  std::vector<ReferencePlan> frontier;
+  for (const auto& p : plans) {
+    if (p.method == plans.front().method && p.job.name == plans.front().job.name) frontier.push_back(p);
+  }
+  ASSERT_GE(frontier.size(), 3u);
+  const PlanCheck model = check_plans(frontier, evaluator, {}, false);
+  auto measured_as = [&](auto time_of) {
+    std::vector<ReferencePlan> out = frontier;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].time_s = time_of(model.rows[i].model_time_s);
+      out[i].energy_j = 1.1 * model.rows[i].model_energy_j;
+    }
+    return check_plans(out, evaluator, {}, false);
+  };
+  const PlanCheck scaled = measured_as([](double t) { return 1.2 * t; });
+  ASSERT_EQ(scaled.missing.size(), 1u);
+  EXPECT_NEAR(scaled.missing[0].time_ratio_fastest, 1.2, 1e-9);
+  EXPECT_NEAR(scaled.missing[0].time_ratio_slowest, 1.2, 1e-9);
+  const PlanCheck offset = measured_as([](double t) { return t + 0.5; });
+  ASSERT_EQ(offset.missing.size(), 1u);
+  EXPECT_GT(offset.missing[0].time_ratio_fastest, offset.missing[0].time_ratio_slowest + 0.01);
+  EXPECT_NEAR(offset.missing[0].time_s, 0.5, 1e-9);
+}
+
 TEST(ArtifactPlans, BadRowsAreNamedByFileAndLine) {
   const std::string header = "method,model,tp,cp,mbs,seq,plan,time_s,energy_j\n";
   auto plans = write("p.csv", header + "Perseus,llama-3.2-3b,8,1,8,4096,1,5.0,2000\n");

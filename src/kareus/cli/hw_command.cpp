@@ -147,12 +147,15 @@ void print_rows(const hardware::ShapeCheck& check) {
 void print_missing_power(const planner::PlanCheck& check, const hardware::GpuSpec& gpu) {
   if (check.missing.empty()) return;
   fmt::print("\nWhat the model misses: measured minus model time, and the power of that time (energy over time, per "
-             "GPU; {:g} W is a waiting GPU), median over the plans differing by more than 1%\n",
+             "GPU; {:g} W is a waiting GPU), median over the plans differing by more than 1%; measured over model "
+             "time of the fastest and the slowest plan (equal: the missing time grows with the GPU's own time; "
+             "falling toward 1: a fixed cost slower kernels hide)\n",
              gpu.static_power_w);
-  fmt::print("{:<21} {:<36} {:>10} {:>10} {:>6}\n", "method", "job", "missing_s", "power_w", "plans");
+  fmt::print("{:<21} {:<36} {:>10} {:>10} {:>6} {:>10} {:>10}\n", "method", "job", "missing_s", "power_w", "plans",
+             "ratio_fast", "ratio_slow");
   for (const auto& m : check.missing) {
-    fmt::print("{:<21} {:<36} {:>10.4f} {:>10.1f} {:>6}\n", planner::to_string(m.method), m.job, m.time_s, m.power_w,
-               m.plans);
+    fmt::print("{:<21} {:<36} {:>10.4f} {:>10.1f} {:>6} {:>10.3f} {:>10.3f}\n", planner::to_string(m.method), m.job,
+               m.time_s, m.power_w, m.plans, m.time_ratio_fastest, m.time_ratio_slowest);
   }
 }
 

@@ -245,16 +245,25 @@ PlanCheck check_plans(const std::vector<ReferencePlan>& plans, const evaluate::E
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
-  std::map<std::pair<std::string, Method>, std::pair<std::vector<double>, std::vector<double>>> missing;
+  struct Missing {
+    std::vector<double> times, powers;
+    const PlanCheckRow *fastest = nullptr, *slowest = nullptr;
+  };
+  std::map<std::pair<std::string, Method>, Missing> missing;
   for (const auto& r : check.rows) {
+    Missing& m = missing[{r.plan->job.name, r.plan->method}];
+    if (!m.fastest || r.plan->time_s < m.fastest->plan->time_s) m.fastest = &r;
+    if (!m.slowest || r.plan->time_s > m.slowest->plan->time_s) m.slowest = &r;
     const double dt = r.plan->time_s - r.model_time_s, de = r.plan->energy_j - r.model_energy_j;
     if (std::abs(dt) <= 0.01 * r.plan->time_s) continue;
-    auto& [times, powers] = missing[{r.plan->job.name, r.plan->method}];
-    times.push_back(dt);
-    powers.push_back(de / dt / r.plan->job.parallel.pp);
+    m.times.push_back(dt);
+    m.powers.push_back(de / dt / r.plan->job.parallel.pp);
   }
-  for (const auto& [key, values] : missing) {
-    check.missing.push_back({key.first, key.second, median(values.first), median(values.second), values.first.size()});
+  for (const auto& [key, m] : missing) {
+    if (m.times.empty()) continue;
+    check.missing.push_back({key.first, key.second, median(m.times), median(m.powers), m.times.size(),
+                             m.fastest->plan->time_s / m.fastest->model_time_s,
+                             m.slowest->plan->time_s / m.slowest->model_time_s});
   }
   auto max = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
   check.time_err_median = median(time_errs);

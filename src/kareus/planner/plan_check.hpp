@@ -73,12 +73,17 @@ struct FrontierCheck {
 // Per (job, method): what kind of work the evaluator misses against the plans: measured minus model
 // time, and the power of that time per GPU (the energy it lacks over the time it lacks), medians
 // over the plans whose times differ by more than 1%. Near the static power it is waiting (exposed
-// communication, idle gaps); near the iteration's own power it is work at the clock.
+// communication, idle gaps); near the iteration's own power it is work at the clock. And how it
+// scales: measured over model time of the frontier's fastest and of its slowest plan. Equal ratios
+// say the missing time grows with the GPU's own time (kernels slower than modelled, or work the
+// model lacks, at every clock); a ratio falling toward 1 at the slow end says a fixed cost (host
+// time, latency) that slower kernels hide.
 struct MissingWork {
   std::string job;
   Method method = Method::kPerseus;
   double time_s = 0, power_w = 0;
   std::size_t plans = 0;
+  double time_ratio_fastest = 0, time_ratio_slowest = 0;
 };
 
 struct PlanCheck {

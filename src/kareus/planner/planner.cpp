@@ -57,7 +57,12 @@ std::optional<compose::PartitionPoint> measure_if_sampled(const evaluate::Evalua
 // Perseus: the artifact's default nanobatch schedule, which fixes the launch point and the SM count
 // rather than searching them (data/kareus-osdi26/README.md): each collective launched before its
 // partition's first op (its first launch slot), with search::kDefaultNanobatchingSms SMs, the
-// collective library's default channel count on A100 NVLink (one SM per NCCL channel).
+// collective library's default channel count on A100 NVLink (one SM per NCCL channel). That is
+// what the artifact runs: its Nanobatching+Perseus script turns its scheduler off
+// (tests/artifact/run_nanobatch_perseus.sh, model.enable_kareus_scheduler=False), so every
+// partition takes the engine's no-schedule setting (kareus/megatron/core/partitions/
+// partition_base.py, _get_comm_config: launch at op 0, no SM count), and a collective without an
+// SM count is a plain torch.distributed call (NCCL's own channels).
 workload::Knob baseline_knob(Method method, const search::KnobSpace& space, double freq_mhz) {
   std::size_t index = method == Method::kNanobatching ? space.nanobatching_knob(freq_mhz) : space.sequential_knob(freq_mhz);
   return space.knob(index);
