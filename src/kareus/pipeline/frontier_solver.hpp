@@ -42,12 +42,15 @@
 #include "kareus/pipeline/operation_cost.hpp"
 #include "kareus/pipeline/option_table.hpp"
 #include "kareus/pipeline/schedule.hpp"
+#include "kareus/pipeline/unit_choice.hpp"
 
 namespace kareus::pipeline {
 
 struct SolverOptions {
   double p_blocking_w = 0;
-  double unit_time_s = 1e-3;
+  // Unset: chosen from the option table (unit_choice.hpp), 1 ms or finer; SolverStats::unit says
+  // which and why.
+  std::optional<double> unit_time_s = std::nullopt;
   CostModelKind cost_model = CostModelKind::kHull;
   // Move instructions with slack in the real schedule to slower options (never changes the time).
   bool reclaim_slack = true;
@@ -58,8 +61,8 @@ struct SolverOptions {
   // the next round would take its expansions times the DAG's instructions past the budget
   // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
   // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 12
-  // (192 instructions) after 13 rounds of the 203 it needs (with the cut moves), at 8 × 48 (768)
-  // after 2.
+  // (192 instructions, at its 0.2 ms unit) after 13 rounds of the 141 it needs (with the cut
+  // moves), at 8 × 48 (768, 1 ms) after 2.
   int local_search_rounds = 1000;
   double local_search_budget = 1e7;
   // Once one-option moves converge, the local search goes on with the cut move too (see
@@ -79,6 +82,7 @@ struct FrontierPoint {
 };
 
 struct SolverStats {
+  UnitChoice unit;  // the time unit the steps walked (before the fast end's finer one), and why
   long steps = 0;
   long cut_computations = 0;  // max-flow solves; the other steps reused the previous cut
   double initial_time_s = 0;  // planned makespan of the slowest plan
@@ -151,6 +155,8 @@ class FrontierSolver {
   // Two or three leave BLOOM at M = 24 1.9% above a Perseus plan near the fastest time.
   static constexpr int kRefineFactor = 5;
   const Model& model() const { return models_.back(); }
+  // Per operation the DAG runs (cost_of_ indexes them), its cost model at `unit_time_s`.
+  std::vector<OperationCost> operation_costs(double unit_time_s) const;
   void build_model(double unit_time_s);
   void refine();
   bool step();
