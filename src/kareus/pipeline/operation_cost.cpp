@@ -140,7 +140,6 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
     const StageOption& best = options[pareto_[last_modelled].option];
     if (options[pareto_[i].option].energy_j < best.energy_j) last_modelled = i;
   }
-  modelled_count_ = last_modelled + 1;
   // Per time unit, the modelled option of least effective energy that fits, and the fastest.
   std::vector<std::size_t> modelled;  // indices into pareto_, one per distinct unit
   std::vector<std::size_t> fastest_in_unit;

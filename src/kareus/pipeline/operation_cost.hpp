@@ -57,8 +57,9 @@ class OperationCost {
   long max_units() const { return max_units_; }
   // Pareto set in (real time, effective energy), real time strictly ascending.
   std::span<const Candidate> options() const { return pareto_; }
-  // The options the model covers: options() from the fastest up to the one of least real energy.
-  std::span<const Candidate> modelled() const { return std::span(pareto_).first(modelled_count_); }
+  // The options the model covers: options() from the fastest up to the one of least real energy,
+  // which is the frugal option of the longest duration.
+  std::span<const Candidate> modelled() const { return std::span(pareto_).first(frugal_at_.back() + 1); }
   // Index into options() of the table option `option`, which must be one of them.
   std::size_t candidate_of(std::size_t option) const {  // inline: the local search asks per node
     if (option >= candidate_of_.size() || candidate_of_[option] == kNotCandidate) fail_not_candidate(option);
@@ -94,7 +95,6 @@ class OperationCost {
   [[noreturn]] static void fail_not_candidate(std::size_t option);
   std::vector<Candidate> pareto_;
   std::vector<std::size_t> candidate_of_;  // per table option: its index in pareto_
-  std::size_t modelled_count_ = 0;
   long min_units_ = 0, max_units_ = 0;
   std::vector<std::size_t> frugal_at_, tight_at_;  // per unit offset from min_units
   std::vector<double> cost_at_;                    // model cost per unit offset from min_units
