@@ -48,8 +48,8 @@ inline constexpr double kSharedLimit = 0.05;
 // Estimated steps × DAG instructions. A step costs about 800 instructions per DAG instruction
 // (forward pass, critical sub-DAG, its plans), so 1e6 is about 0.8 G instructions, a quarter of
 // what the local search's default budget (1e7 expansions × instructions, ~320 each) may spend.
-// 8 stages × 12 microbatches walk ~2,400 steps × 192 at 0.2 ms (4.6e5); × 48 microbatches would
-// walk ~2,800 × 768 at 0.5 ms (2.1e6), so they keep 1 ms.
+// 8 stages × 12 microbatches walk ~1,800–2,400 steps × 192 at 0.2 ms (3.5–4.6e5); × 48 would walk
+// ~3,760 × 768 at 0.5 ms (2.9e6), so they keep 1 ms.
 inline constexpr double kWalkBudget = 1e6;
 
 // Fraction of adjacent options (per operation, time ascending) that share a unit at `unit_time_s`,
