@@ -105,6 +105,7 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
   }
   build_model(stats_.unit.unit_time_s);
   first_model_ = &models_.front();
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) node_cost_.push_back(&first_model_->costs[cost_of_[v]]);
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
     durations_.push_back(model().costs[cost_of_[v]].max_units());
   }
