@@ -158,7 +158,7 @@ def main():
     ap.add_argument("--microbatches", type=int, required=True)
     ap.add_argument("--p-blocking", type=float, required=True)
     ap.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe"])
-    ap.add_argument("--unit-time", type=float, default=1e-3)
+    ap.add_argument("--unit-time", default="auto", help="kareus frontier's --unit-time (default: its own, auto)")
     ap.add_argument("--local-search-rounds", default="default",
                     help="comma-separated local search settings, one front each: default (the CLI's), "
                          "a number of rounds (at the default budget), or converged (no budget); "

@@ -60,6 +60,24 @@ TEST_F(FrontierCli, TheSummarySaysWhatStoppedTheLocalSearch) {
   EXPECT_TRUE(contains(none.out, "no local search")) << none.out;
 }
 
+// The summary says which unit the solver walked and why: chosen from the table (refined from 1 ms
+// while its options share units, as far as the walk's budget allows), or given.
+TEST_F(FrontierCli, TheSummarySaysWhichUnitAndWhy) {
+  const std::string args = "frontier --profile " + kData + "gpt3-175b+a100_sxm_bf16.csv --stages 8 --p-blocking 83.64";
+  const CliResult small = run(args + " --microbatches 12 --local-search-rounds 0");
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_TRUE(contains(small.out, "unit 0.0002 s (chosen: 4.5% of adjacent options share a unit, 28.3% at 1 ms)"))
+      << small.out;
+  const CliResult big = run(args + " --microbatches 48 --local-search-rounds 0");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_TRUE(contains(big.out, "unit 0.001 s (chosen: 28.3% of adjacent options share a unit; 0.0005 s would walk"))
+      << big.out;
+  const CliResult given = run(args + " --microbatches 12 --local-search-rounds 0 --unit-time 0.001");
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_TRUE(contains(given.out, "unit 0.001 s (given)")) << given.out;
+  EXPECT_TRUE(contains(given.out, "unit 0.001 s, hull cost model")) << given.out;
+}
+
 // A valid irregular table (the reproducer) once stopped with an internal error that the cost
 // model was not convex. Its exact frontier, by enumerating the 2^3 · 3^3 plans (one stage: time and
 // energy are the sums), is below; the summary says whether the local search converged.
@@ -140,6 +158,10 @@ TEST_F(FrontierCli, BadInputIsOneLineExitTwoAndNoOutput) {
            " --schedule zigzag", "--schedule"},
       {profile("i.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") + " --stages 1" + rest +
            " --local-search-rounds -1", "--local-search-rounds"},
+      {profile("j.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") + " --stages 1" + rest +
+           " --unit-time 0", "--unit-time"},
+      {profile("k.csv", header + "0,forward,1410,0.05,20\n0,backward,1410,0.1,40\n") + " --stages 1" + rest +
+           " --unit-time fine", "--unit-time"},
   };
   for (const Bad& c : cases) {
     CliResult r = run("frontier " + c.args);

@@ -9,6 +9,7 @@
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/schedule_flags.hpp"
+#include "kareus/cli/unit_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
@@ -25,7 +26,7 @@ struct FrontierFlags {
   int microbatches = 0;
   double p_blocking_w = -1;
   ScheduleFlags schedule;
-  double unit_time_s = 1e-3;
+  std::string unit_time = "auto";
   std::string cost_model = "hull";
   bool csv = false;
   std::string out;
@@ -51,7 +52,7 @@ int run_frontier(const FrontierFlags& flags) {
   if (flags.stages < 1) throw InputError({"", 0, 0, "--stages"}, "must be at least 1");
   if (flags.microbatches < 1) throw InputError({"", 0, 0, "--microbatches"}, "must be at least 1");
   if (!(flags.p_blocking_w >= 0)) throw InputError({"", 0, 0, "--p-blocking"}, "must be a power >= 0 W");
-  if (!(flags.unit_time_s > 0)) throw InputError({"", 0, 0, "--unit-time"}, "must be positive");
+  const std::optional<double> unit_time_s = unit_time(flags.unit_time);
   if (flags.local_search_rounds < 0) throw InputError({"", 0, 0, "--local-search-rounds"}, "must be at least 0");
   if (!(flags.local_search_budget >= 0)) throw InputError({"", 0, 0, "--local-search-budget"}, "must be at least 0");
 
@@ -74,7 +75,7 @@ int run_frontier(const FrontierFlags& flags) {
   // The profile's instructions run a whole stage; an interleaved GPU runs a chunk of it at a time.
   table = pipeline::chunk_option_table(std::move(table), flags.schedule.virtual_stages);
   pipeline::SolverOptions options{.p_blocking_w = flags.p_blocking_w,
-                                  .unit_time_s = flags.unit_time_s,
+                                  .unit_time_s = unit_time_s,
                                   .cost_model = *cost_model,
                                   .reclaim_slack = !flags.no_reclaim,
                                   .local_search_rounds = flags.local_search_rounds,
@@ -119,7 +120,7 @@ int run_frontier(const FrontierFlags& flags) {
     const auto& frugal = frontier.points.back();
     fmt::print("Frontier of {} ({} stages, {} microbatches, {}, P_blocking {} W, unit {} s, {} cost model)\n",
                flags.profile, flags.stages, flags.microbatches, flags.schedule.schedule, flags.p_blocking_w,
-               flags.unit_time_s, flags.cost_model);
+               frontier.stats.unit.unit_time_s, flags.cost_model);
     fmt::print("Energy: {}\n", plan::energy_scope_for(flags.stages));
     fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
@@ -136,15 +137,15 @@ int run_frontier(const FrontierFlags& flags) {
                           stats.local_search_rounds, stats.local_search_expansions)
             : fmt::format("local search stopped by its budget after {} rounds ({} expansions), not converged",
                           stats.local_search_rounds, stats.local_search_expansions);
-    fmt::print("{} Pareto plans of {} evaluated; {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
-               frontier.points.size(), frontier.total_points, stats.steps, stats.cut_computations, search,
-               solve_s);
+    fmt::print("{} Pareto plans of {} evaluated; unit {} s ({}); {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
+               frontier.points.size(), frontier.total_points, stats.unit.unit_time_s, describe(stats.unit), stats.steps,
+               stats.cut_computations, search, solve_s);
   }
 
   if (!flags.out.empty()) {
     std::filesystem::path dir = flags.out;
     pipeline::InstructionDag dag(schedule);
-    plan::PlanContext context{kind, flags.microbatches, flags.p_blocking_w, flags.unit_time_s,
+    plan::PlanContext context{kind, flags.microbatches, flags.p_blocking_w, frontier.stats.unit.unit_time_s,
                               {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
     nlohmann::json plans = nlohmann::json::array();
     for (std::size_t i : plan::evenly_spaced_plans(frontier.points.size(), plan_count)) {
@@ -192,7 +193,7 @@ Action register_frontier(CLI::App& app) {
   add_schedule_flags(*cmd, flags->schedule,
                      "Model chunks per stage for --schedule interleaved; each runs the profile's stage "
                      "instruction divided by this (its layers split evenly)");
-  cmd->add_option("--unit-time", flags->unit_time_s, "Solver time unit in seconds")->capture_default_str();
+  add_unit_time_flag(*cmd, flags->unit_time);
   cmd->add_option("--cost-model", flags->cost_model,
                   "hull (exact on the options' convex hull) or exponential (Perseus's fit)")
       ->capture_default_str();

@@ -10,6 +10,7 @@
 #include "kareus/cli/job_flags.hpp"
 #include "kareus/cli/schedule_flags.hpp"
 #include "kareus/cli/search_flags.hpp"
+#include "kareus/cli/unit_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/planner/planner.hpp"
@@ -30,7 +31,7 @@ struct PlanFlags {
   std::string out = "kareus-out";
   double overhead = 1.0;
   ScheduleFlags schedule;
-  double unit_time_s = 1e-3;
+  std::string unit_time = "auto";
   std::string journal_dir;
   std::string stage_options;
   std::string plans = "200";
@@ -58,7 +59,7 @@ int run_plan(PlanFlags& flags) {
                      "the profile format has one row set per stage; an interleaved plan's chunks have options of "
                      "their own (the embedding in the first, the LM head in the last), which it cannot hold");
   }
-  options.unit_time_s = flags.unit_time_s;
+  options.unit_time_s = unit_time(flags.unit_time);
   apply_search_flags(flags.search, options.search);
   if (!flags.journal_dir.empty()) options.journal_dir = flags.journal_dir;
   options.progress = [](const std::string& line) { spdlog::debug("{}", line); };
@@ -87,6 +88,7 @@ int run_plan(PlanFlags& flags) {
       {"time_s", chosen_plan.time_s},
       {"energy_j", chosen_plan.energy_j},
       {"frontier_points", points.size()},
+      {"unit_time_s", kareus.unit_time_s},
       {"measurements", kareus.measurements},
       {"grid_knobs", kareus.grid_knobs},
       {"overhead_factor", flags.overhead},
@@ -144,10 +146,9 @@ int run_plan(PlanFlags& flags) {
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", chosen_plan.time_s, chosen_plan.energy_j);
   fmt::print(
-      "{} frontier points from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
-      "plans.json, "
-      "summary.json, report.html\n",
-      points.size(), kareus.measurements, run_time_s, dir.string());
+      "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
+      "plans.json, summary.json, report.html\n",
+      points.size(), kareus.unit_time_s, kareus.measurements, run_time_s, dir.string());
   return 0;
 }
 
@@ -177,7 +178,7 @@ Action register_plan(CLI::App& app) {
                   "Factor on each instruction's time and energy for work the partitions do not cover "
                   "(the Kareus artifact used 1.15)")
       ->capture_default_str();
-  cmd->add_option("--unit-time", flags->unit_time_s, "Frontier solver time unit in seconds")->capture_default_str();
+  add_unit_time_flag(*cmd, flags->unit_time);
   cmd->add_option("--stage-options", flags->stage_options,
                   "Also write the composed stage option table to FILE, in the profile format of "
                   "`kareus frontier --profile` (P_blocking is summary.json's p_static_w; with zb-h1 also "

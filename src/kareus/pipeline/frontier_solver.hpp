@@ -17,7 +17,7 @@
 // The parts live in one file each: phillips_dessouky.cpp (the cost models and steps),
 // plan_realization.cpp (plans on the true options, slack reclamation), local_search.hpp/.cpp (a
 // plan's moves and the rounds), plan_front.hpp (the Pareto set of plans), solve_frontier.cpp
-// (solve_frontier: those on threads).
+// (solve_frontier: those on threads), unit_choice.cpp (the unit where the options do not give one).
 //
 // Thread-safety: a FrontierSolver is single-threaded, with two exceptions: evaluate() may run on a
 // second thread while advance() runs (that is how solve_frontier turns steps into plans on one core
@@ -42,12 +42,15 @@
 #include "kareus/pipeline/operation_cost.hpp"
 #include "kareus/pipeline/option_table.hpp"
 #include "kareus/pipeline/schedule.hpp"
+#include "kareus/pipeline/unit_choice.hpp"
 
 namespace kareus::pipeline {
 
 struct SolverOptions {
   double p_blocking_w = 0;
-  double unit_time_s = 1e-3;
+  // Unset: chosen from the option table (unit_choice.hpp), 1 ms or finer; SolverStats::unit says
+  // which and why.
+  std::optional<double> unit_time_s = std::nullopt;
   CostModelKind cost_model = CostModelKind::kHull;
   // Move instructions with slack in the real schedule to slower options (never changes the time).
   bool reclaim_slack = true;
@@ -58,8 +61,8 @@ struct SolverOptions {
   // the next round would take its expansions times the DAG's instructions past the budget
   // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
   // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 12
-  // (192 instructions) after 13 rounds of the 203 it needs (with the cut moves), at 8 × 48 (768)
-  // after 2.
+  // (192 instructions, at its 0.2 ms unit) after 13 rounds of the 141 it needs (with the cut
+  // moves), at 8 × 48 (768, 1 ms) after 2.
   int local_search_rounds = 1000;
   double local_search_budget = 1e7;
   // Once one-option moves converge, the local search goes on with the cut move too (see
@@ -79,6 +82,7 @@ struct FrontierPoint {
 };
 
 struct SolverStats {
+  UnitChoice unit;  // the time unit the steps walked (before the fast end's finer one), and why
   long steps = 0;
   long cut_computations = 0;  // max-flow solves; the other steps reused the previous cut
   double initial_time_s = 0;  // planned makespan of the slowest plan
@@ -121,7 +125,7 @@ class FrontierSolver {
   // `option` of node `node`: what the local search (local_search.hpp) moves between.
   std::span<const std::span<const Candidate>> candidates() const { return first_model_->candidates_of; }
   std::size_t candidate_index(std::size_t node, std::size_t option) const {
-    return first_model_->costs[cost_of_[node]].candidate_of(option);
+    return node_cost_[node]->candidate_of(option);
   }
   const SolverOptions& options() const { return options_; }
   int num_stages() const { return table_.num_stages(); }
@@ -151,6 +155,8 @@ class FrontierSolver {
   // Two or three leave BLOOM at M = 24 1.9% above a Perseus plan near the fastest time.
   static constexpr int kRefineFactor = 5;
   const Model& model() const { return models_.back(); }
+  // Per operation the DAG runs (cost_of_ indexes them), its cost model at `unit_time_s`.
+  std::vector<OperationCost> operation_costs(double unit_time_s) const;
   void build_model(double unit_time_s);
   void refine();
   bool step();
@@ -191,6 +197,10 @@ class FrontierSolver {
   // The options' candidates are the same in every model; the first model's stay in place while the
   // steps add the finer one, so candidates() reads them there.
   const Model* first_model_ = nullptr;
+  // Per node: its cost in the first model, which candidate_index() reads for every node of every
+  // plan the local search expands (through cost_of_ and costs it took 22 M more instructions on
+  // GPT-3 8 x 48).
+  std::vector<const OperationCost*> node_cost_;
   std::vector<long> durations_;
   long makespan_ = 0;
   bool started_ = false, finished_ = false, refined_ = false, force_cut_ = true;

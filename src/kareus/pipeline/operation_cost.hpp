@@ -57,6 +57,9 @@ class OperationCost {
   long max_units() const { return max_units_; }
   // Pareto set in (real time, effective energy), real time strictly ascending.
   std::span<const Candidate> options() const { return pareto_; }
+  // The options the model covers: options() from the fastest up to the one of least real energy,
+  // which is the frugal option of the longest duration.
+  std::span<const Candidate> modelled() const { return std::span(pareto_).first(frugal_at_.back() + 1); }
   // Index into options() of the table option `option`, which must be one of them.
   std::size_t candidate_of(std::size_t option) const {  // inline: the local search asks per node
     if (option >= candidate_of_.size() || candidate_of_[option] == kNotCandidate) fail_not_candidate(option);

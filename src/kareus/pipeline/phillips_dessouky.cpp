@@ -61,8 +61,8 @@ MinCutSolver flow_topology(const InstructionDag& dag) {
 FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule& schedule,
                                SolverOptions options)
     : table_(table), options_(options), dag_(schedule), cut_solver_(flow_topology(dag_)) {
-  if (!(options.unit_time_s > 0) || !std::isfinite(options.unit_time_s)) {
-    throw InputError(fmt::format("the time unit must be positive, got {}", options.unit_time_s));
+  if (options.unit_time_s && (!(*options.unit_time_s > 0) || !std::isfinite(*options.unit_time_s))) {
+    throw InputError(fmt::format("the time unit must be positive, got {}", *options.unit_time_s));
   }
   if (!(options.p_blocking_w >= 0) || !std::isfinite(options.p_blocking_w)) {
     throw InputError(fmt::format("P_blocking must be a non-negative power, got {}", options.p_blocking_w));
@@ -91,8 +91,21 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
     const Operation op{ins.stage, ins.chunk, option_slot(ins)};
     cost_of_.push_back(static_cast<std::size_t>(std::find(ops.begin(), ops.end(), op) - ops.begin()));
   }
-  build_model(options.unit_time_s);
+  if (options.unit_time_s) {
+    stats_.unit = {.unit_time_s = *options.unit_time_s, .reason = UnitChoice::Reason::kGiven};
+  } else {
+    // The walk runs from every instruction at its slowest modelled option to every one at its fastest.
+    const std::vector<OperationCost> costs = operation_costs(kUnitSeries[0]);
+    std::vector<double> slowest, fastest;
+    for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+      slowest.push_back(costs[cost_of_[v]].modelled().back().time_s);
+      fastest.push_back(costs[cost_of_[v]].modelled().front().time_s);
+    }
+    stats_.unit = choose_unit(costs, dag_.makespan<double>(slowest) - dag_.makespan<double>(fastest), dag_.num_nodes());
+  }
+  build_model(stats_.unit.unit_time_s);
   first_model_ = &models_.front();
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) node_cost_.push_back(&first_model_->costs[cost_of_[v]]);
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
     durations_.push_back(model().costs[cost_of_[v]].max_units());
   }
@@ -103,13 +116,19 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
   stats_.fastest_time_s = dag_.makespan<double>(fastest);
 }
 
+std::vector<OperationCost> FrontierSolver::operation_costs(double unit_time_s) const {
+  std::vector<OperationCost> costs;
+  for (const Operation& op : operations(dag_, table_.num_stages(), table_.chunks)) {
+    costs.emplace_back(table_.at(op.stage, op.chunk, op.slot), options_.p_blocking_w, unit_time_s,
+                       options_.cost_model, operation_name(op, table_.chunks));
+  }
+  return costs;
+}
+
 void FrontierSolver::build_model(double unit_time_s) {
   Model& m = models_.emplace_back();
   m.unit_time_s = unit_time_s;
-  for (const Operation& op : operations(dag_, table_.num_stages(), table_.chunks)) {
-    m.costs.emplace_back(table_.at(op.stage, op.chunk, op.slot), options_.p_blocking_w, unit_time_s,
-                         options_.cost_model, operation_name(op, table_.chunks));
-  }
+  m.costs = operation_costs(unit_time_s);
   double total_range_j = 0;
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
     const OperationCost& c = m.costs[cost_of_[v]];

@@ -228,7 +228,6 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   result.schedule = options.schedule;
   result.virtual_stages = options.virtual_stages;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
-  result.unit_time_s = options.unit_time_s;
   const std::int64_t calls_before = evaluator.calls(), failures_before = evaluator.failures();
   const std::vector<workload::Partition> partitions = job_partitions(job, options.schedule);
   const std::vector<double> clocks = method_clocks_mhz(method, job, evaluator, options);
@@ -287,7 +286,9 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
                                                    result.virtual_stages);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
-  result.frontier = pipeline::solve_frontier(result.table, schedule, solver).points;
+  pipeline::Frontier frontier = pipeline::solve_frontier(result.table, schedule, solver);
+  result.unit_time_s = frontier.stats.unit.unit_time_s;
+  result.frontier = std::move(frontier.points);
 
   if (method == Method::kKareus) {
     // The baselines' plans are plans of Kareus's space: map each onto Kareus's options (no slower,

@@ -47,7 +47,7 @@ struct Job {
 struct PlannerOptions {
   std::optional<double> p_static_w;  // default: the evaluator GPU's static power
   double overhead_factor = 1.0;      // see compose.hpp
-  double unit_time_s = 1e-3;
+  std::optional<double> unit_time_s = std::nullopt;  // unset: the frontier solver chooses it (pipeline/unit_choice.hpp)
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
   // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,
   // the LM head in the last), so a stage's layers must divide by V.

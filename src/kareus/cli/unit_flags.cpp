@@ -1,0 +1,29 @@
+#include "kareus/cli/unit_flags.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::cli {
+
+void add_unit_time_flag(CLI::App& cmd, std::string& value) {
+  cmd.add_option("--unit-time", value,
+                 "Frontier solver time unit in seconds, or auto: 1 ms, refined (0.5, 0.2, 0.1 ms, ...) until at most "
+                 "5% of an operation's adjacent options share a unit, as far as the walk's budget allows "
+                 "(the summary says which and why)")
+      ->capture_default_str();
+}
+
+std::optional<double> unit_time(const std::string& value) {
+  if (value == "auto") return std::nullopt;
+  double seconds = 0;
+  const char* end = value.data() + value.size();
+  const auto [at, error] = std::from_chars(value.data(), end, seconds);
+  if (error != std::errc{} || at != end || !(seconds > 0) || !std::isfinite(seconds)) {
+    throw InputError({"", 0, 0, "--unit-time"}, "must be auto or a positive number of seconds");
+  }
+  return seconds;
+}
+
+}  // namespace kareus::cli
