@@ -20,14 +20,21 @@ using workload::Partition;
 class Llama3bTp8 : public ::testing::Test {
  protected:
   // Built once for the whole suite (and the rapidcheck suite derived from it).
+  // The preset at the model's own time (time scale 1): these tests hold its mechanisms to the
+  // inputs they are built from; the scale, which stretches them all alike, has its own property.
+  static hardware::GpuSpec model_gpu() {
+    hardware::GpuSpec gpu = hardware::load_gpu_preset("a100-sxm4-40gb");
+    gpu.time_scale = 1;
+    return gpu;
+  }
   struct World {
     workload::ModelSpec model = workload::load_model("llama-3.2-3b");
     workload::ParallelConfig parallel = workload::validated(model, workload::ParallelConfig{});
     std::vector<Partition> partitions = workload::build_partitions(model, parallel);
-    SimulatedEvaluator sim{hardware::load_gpu_preset("a100-sxm4-40gb")};
+    SimulatedEvaluator sim{model_gpu()};
     // The same GPU on a board without a power limit: for the mechanisms the limit would mask.
     SimulatedEvaluator unlimited{[] {
-      hardware::GpuSpec gpu = hardware::load_gpu_preset("a100-sxm4-40gb");
+      hardware::GpuSpec gpu = model_gpu();
       gpu.power_limit_w = 0;
       return gpu;
     }()};
@@ -454,7 +461,8 @@ namespace {
 // An op's helper kernels run alone around its main kernel: their bytes add their time at the
 // HBM's speed to a compute-bound op (here attention), on top of its own time.
 TEST(HelperKernels, AddTheirBytesAtTheHbmSpeed) {
-  const hardware::GpuSpec a100 = hardware::load_gpu_preset("a100-sxm4-40gb");
+  hardware::GpuSpec a100 = hardware::load_gpu_preset("a100-sxm4-40gb");
+  a100.time_scale = 1;  // the model's own time
   const SimulatedEvaluator sim(a100);
   Partition p;
   p.key = "attention";
@@ -465,6 +473,43 @@ TEST(HelperKernels, AddTheirBytesAtTheHbmSpeed) {
   const double extra_s = sim.compute_alone(with, 1005).time_s - sim.compute_alone(p, 1005).time_s;
   const double hbm_bps = a100.hbm_bandwidth_bps * sim.options().hbm_efficiency;
   EXPECT_NEAR(extra_s, 100e6 / hbm_bps, 1e-9);
+}
+
+}  // namespace
+}  // namespace kareus::evaluate
+
+namespace kareus::evaluate {
+namespace {
+
+// The cluster's time scale (GpuSpec::time_scale) stretches every phase at its power: any
+// partition, knob and scale gives exactly the scale times the time and the energy of the unscaled
+// GPU, and the timeline's phases stay contiguous and add up to it. So a fitted scale moves a whole
+// frontier without changing which plan is best.
+RC_GTEST_FIXTURE_PROP(Llama3bTp8, TheTimeScaleStretchesTimeAndEnergyAlike, ()) {
+  const Partition& p = *rc::gen::elementOf(*partitions_);
+  const double f = *rc::gen::elementOf(sim_->gpu().sm_clocks_mhz);
+  std::string slot = "none";
+  int sms = p.collective ? *rc::gen::inRange(3, 31) : 0;
+  if (p.collective && !p.slots.empty() && *rc::gen::arbitrary<bool>()) slot = (*rc::gen::elementOf(p.slots)).name;
+  const Knob knob{f, sms, slot};
+  hardware::GpuSpec plain_gpu = sim_->gpu(), scaled_gpu = sim_->gpu();
+  plain_gpu.time_scale = 1;
+  scaled_gpu.time_scale = *rc::gen::inRange(50, 201) / 100.0;
+  const SimulatedEvaluator plain(plain_gpu), scaled(scaled_gpu);
+  const EvalResult a = plain.evaluate(p, knob), b = scaled.evaluate(p, knob);
+  const double s = scaled_gpu.time_scale;
+  RC_ASSERT(std::abs(b.time_s / (s * a.time_s) - 1) < 1e-12);
+  RC_ASSERT(std::abs(b.energy_j / (s * a.energy_j) - 1) < 1e-12);
+  const Timeline t = scaled.timeline(p, knob);
+  RC_ASSERT(std::abs(t.time_s / b.time_s - 1) < 1e-12);
+  double end = 0, energy = 0;
+  for (const TimelinePhase& ph : t.phases) {
+    RC_ASSERT(std::abs(ph.start_s - end) <= 1e-12 * t.time_s);
+    end = ph.end_s;
+    energy += ph.power_w * (ph.end_s - ph.start_s);
+  }
+  RC_ASSERT(std::abs(end / t.time_s - 1) < 1e-9);
+  RC_ASSERT(std::abs(energy / t.energy_j - 1) < 1e-9);
 }
 
 }  // namespace

@@ -201,6 +201,25 @@ TEST_F(BadGpuJson, InconsistentValuesAreNamed) {
   EXPECT_EQ(error_of(doc_).first, "sm_clocks_mhz.step");
 }
 
+// The time scale is optional (1: the model as built); given, it must be a positive number, and
+// only presets fitted to measured plans carry one.
+TEST_F(BadGpuJson, TheTimeScaleIsOptionalAndPositive) {
+  EXPECT_EQ(load_gpu_preset("a40").time_scale, 1);
+  EXPECT_FALSE(doc_.contains("time_scale"));
+  doc_["time_scale"] = 1.25;
+  auto path = dir_ / "scaled.json";
+  std::ofstream(path) << doc_.dump(2);
+  EXPECT_EQ(load_gpu_spec(path).time_scale, 1.25);
+  for (const ordered_json& bad : {ordered_json(0), ordered_json(-1), ordered_json("slow")}) {
+    doc_["time_scale"] = bad;
+    EXPECT_EQ(error_of(doc_).first, "time_scale") << bad;
+  }
+  for (const auto& name : gpu_preset_names()) {
+    const GpuSpec gpu = load_gpu_preset(name);
+    EXPECT_EQ(gpu.time_scale != 1, gpu.calibration.contains("time_scale")) << name;
+  }
+}
+
 TEST_F(BadGpuJson, SyntaxErrorHasLineAndColumn) {
   try {
     auto path = dir_ / "broken.json";

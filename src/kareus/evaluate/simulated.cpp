@@ -204,12 +204,14 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
     const double dt = std::min(dt_op, dt_coll);
     const hardware::Activity& activity = ph.activity;
     const double power = ph.power_w;
+    // The phase as the GPU's cluster runs it: time_scale times as long, at the same power.
+    const double measured_dt = dt * gpu_.time_scale;
     if constexpr (kRecord) {
-      out->phases.push_back({t, t + dt, op_running ? static_cast<int>(k) : -1, coll_active, share,
+      out->phases.push_back({t, t + measured_dt, op_running ? static_cast<int>(k) : -1, coll_active, share,
                              activity.hbm_bytes_per_s, activity.link_bytes_per_s, power, freq_mhz});
     }
-    t += dt;
-    e += power * dt;
+    t += measured_dt;
+    e += power * measured_dt;
 
     if (op_running) {
       if (dt_op <= dt) {

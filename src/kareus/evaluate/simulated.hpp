@@ -25,6 +25,10 @@
 // clock steps up still shorten the iteration, where capping each kernel would throttle this
 // workload's GEMMs near 1300 MHz and make the top clocks buy nothing; and what Perseus's A40
 // stages measured, whose average power flattens at the 300 W limit.
+// Cluster time scale: every phase lasts the GPU's time_scale times the model's, at the model's
+// power (hardware::GpuSpec::time_scale; 1 unless a preset was fitted to measured plans), so a
+// partition's time and energy, and a pipeline's frontier built from them, scale by it exactly.
+// The HBM and link rates a timeline shows are the model's, before that stretch.
 //
 // Thread-safety: immutable after construction; evaluate() and timeline() may run concurrently.
 // Example:

@@ -65,6 +65,11 @@ struct GpuSpec {
   double tdp_w = 0;
   double power_limit_w = 0;   // the limit the driver holds (files: the TDP by default); 0 = none
   double static_power_w = 0;  // P_static / P_blocking: a GPU blocked on P2P
+  // Measured over modelled time on the cluster the preset describes, every kernel and collective
+  // alike, at the modelled power (so energy scales with it too): what that cluster's software and
+  // boards lose to the public benchmark figures the model is built from, without saying why.
+  // 1 where nothing was measured; `kareus hw fit --plans` sets it from measured plans.
+  double time_scale = 1;
   PowerModel power;
   nlohmann::ordered_json calibration;  // how the power model was fitted; null for spec-only ones
 
@@ -121,8 +126,8 @@ double power_capped_clock_mhz(const GpuSpec& gpu, double freq_mhz, PowerAt&& pow
 // GPU JSON files (data/gpus/*.json) hold the fields of GpuSpec in spec-sheet units:
 // "peak_bf16_tflops", "hbm_bandwidth_gb_per_s", "nvlink_bandwidth_gb_per_s_per_direction";
 // "sm_clocks_mhz" is a list or {"min", "max", "step"}; "power_model" holds PowerModel's fields;
-// "calibration" is optional; "power_limit_w" is optional (default: "tdp_w"). Unknown fields are
-// errors (a misspelt field would else be ignored).
+// "calibration" is optional; "power_limit_w" is optional (default: "tdp_w"); "time_scale" is
+// optional (default 1). Unknown fields are errors (a misspelt field would else be ignored).
 
 // Names of the bundled presets, data_dir()/gpus/*.json, sorted.
 std::vector<std::string> gpu_preset_names();

@@ -205,6 +205,7 @@ void validate(const GpuSpec& gpu, const std::string& source) {
     fail("power_limit_w", fmt::format("must be above static_power_w = {} W, got {}", gpu.static_power_w,
                                       gpu.power_limit_w));
   }
+  positive("time_scale", gpu.time_scale);
   const PowerModel& p = gpu.power;
   if (!(p.knee_clock_mhz >= gpu.min_clock_mhz() && p.knee_clock_mhz <= gpu.max_clock_mhz)) {
     fail("power_model.knee_clock_mhz",
@@ -253,6 +254,7 @@ GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
   gpu.tdp_w = f.positive("tdp_w");
   gpu.power_limit_w = f.find("power_limit_w") ? f.positive("power_limit_w") : gpu.tdp_w;
   gpu.static_power_w = f.non_negative("static_power_w");
+  if (f.find("time_scale")) gpu.time_scale = f.positive("time_scale");
   gpu.power = read_power_model(f.require("power_model"), source);
   if (const json* calibration = f.find("calibration")) {
     if (!calibration->is_object()) f.fail("calibration", "expected a JSON object");
@@ -341,6 +343,7 @@ json to_json(const GpuSpec& gpu) {
         {"nvlink_pj_per_byte", number_json(p.nvlink_pj_per_byte)}}},
   };
   if (gpu.l2_bytes_per_clock > 0) doc["l2_bandwidth_bytes_per_clock"] = number_json(gpu.l2_bytes_per_clock);
+  if (gpu.time_scale != 1) doc["time_scale"] = number_json(gpu.time_scale);
   if (!gpu.calibration.is_null()) doc["calibration"] = gpu.calibration;
   return doc;
 }
