@@ -3,6 +3,7 @@
 //   hw check --gpu NAME --profile F    the model's shapes against a measured stage profile
 //   hw check --gpu NAME --plans F      measured plans (a clock per instruction) on the simulated GPU
 //   hw fit --base-gpu NAME --profile F --out G.json   calibrate the power model to a profile
+//   hw fit --base-gpu NAME --plans F --out G.json     and/or the time scale to measured plans
 #include <fmt/format.h>
 
 #include <cmath>
@@ -86,6 +87,11 @@ int run_show(const HwFlags& flags) {
   }
   fmt::print("  {:<18} {:g} W (P_blocking: a GPU blocked on P2P)\n", "static power",
              gpu.static_power_w);
+  if (gpu.time_scale != 1) {
+    fmt::print("  {:<18} {:.4f} (every kernel and collective takes this times the model's time, at its power: "
+               "measured plans, see calibration)\n",
+               "time scale", gpu.time_scale);
+  }
   fmt::print("  {:<18} V {:.3f} V up to {:g} MHz, linear to {:.3f} V at {:g} MHz\n", "voltage",
              p.v_min_v, p.knee_clock_mhz, p.v_max_v, gpu.max_clock_mhz);
   fmt::print("  {:<18} C_compute {:.4g} nF, C_copy {:.4g} nF, C_idle {:.4g} nF (P = C V^2 f)\n",
@@ -162,7 +168,8 @@ void print_missing_power(const planner::PlanCheck& check, const hardware::GpuSpe
 // Time gain of the nanobatched method's fastest plan over Perseus's: (T_perseus − T_nb) / T_perseus.
 double gain_pct(double perseus_s, double nanobatched_s) { return 100 * (perseus_s - nanobatched_s) / perseus_s; }
 
-int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
+// The plans of every --plans file: the artifact's plans.csv (with plan_clocks.csv) or kareus-plan JSON.
+std::vector<planner::ReferencePlan> read_plans(const HwFlags& flags) {
   std::vector<planner::ReferencePlan> plans;
   for (const std::string& file : flags.plans) {
     std::vector<planner::ReferencePlan> more;
@@ -177,14 +184,20 @@ int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
     plans.insert(plans.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
   if (plans.empty()) throw InputError({flags.plans.front(), 0, 0, ""}, "holds no plans");
+  return plans;
+}
+
+int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
+  const std::vector<planner::ReferencePlan> plans = read_plans(flags);
   const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(gpu);
   const planner::PlanCheck check = planner::check_plans(plans, evaluator, {}, true);
 
   fmt::print(
       "{} measured plan(s) evaluated on the simulated GPU model of {} (a model, not a measurement): every "
       "instruction at the plan's clock under its method's knob (Perseus: collectives after the compute; "
-      "Nanobatching+Perseus: the default nanobatch schedule), 1F1B; energy of one GPU per stage, idle at {:g} W\n",
-      plans.size(), gpu.display_name, gpu.static_power_w);
+      "Nanobatching+Perseus: the default nanobatch schedule), 1F1B; energy of one GPU per stage, idle at {:g} W; "
+      "time scale {:g}\n",
+      plans.size(), gpu.display_name, gpu.static_power_w, gpu.time_scale);
   fmt::print("{:<21} {:<44} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}\n", "method", "plan", "time_meas", "time_mod",
              "time_err", "energy_meas", "energy_mod", "energy_err");
   for (const auto& r : check.rows) {
@@ -252,36 +265,81 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-int run_fit(const HwFlags& flags) {
-  const hardware::GpuSpec base = hardware::load_gpu(flags.base_gpu);
-  const auto curves = read_profiles(flags.profiles);
-  hardware::FitResult fit = hardware::fit_power_model(base, curves);
+// Fits the time scale of `gpu` to measured plans (planner::fit_time_scale) and records how in its
+// calibration, with the model's errors on every plan before (at scale 1) and after.
+// Returns the summary line of the plans under the fitted scale.
+std::string fit_time_scale(const HwFlags& flags, hardware::GpuSpec& gpu, const std::string& command) {
+  const std::vector<planner::ReferencePlan> plans = read_plans(flags);
+  gpu.time_scale = 1;
+  const planner::PlanCheck before = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), {}, false);
+  const planner::TimeScaleFit fit = planner::fit_time_scale(before, 1);
+  gpu.time_scale = fit.time_scale;
+  const planner::PlanCheck after = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), {}, false);
+  if (gpu.calibration.is_null()) gpu.calibration = nlohmann::ordered_json::object();
+  gpu.calibration["time_scale"] = {
+      {"method",
+       "median over the plans of Megatron-LM and Perseus (which overlap nothing) of measured over model time, the "
+       "model at time scale 1; Nanobatching+Perseus plans are not fitted, only checked"},
+      {"plans", flags.plans},
+      {"fitted_plans", fit.plans},
+      {"checked_plans", plans.size()},
+      {"time_err_median_pct_at_scale_1", 100 * before.time_err_median},
+      {"energy_err_median_pct_at_scale_1", 100 * before.energy_err_median},
+      {"time_err_median_pct", 100 * after.time_err_median},
+      {"energy_err_median_pct", 100 * after.energy_err_median},
+      {"command", command}};
+  fmt::print("Fitted the time scale of {} to {} measured plan(s) of methods without overlap: {:.4f}\n", gpu.name,
+             fit.plans, fit.time_scale);
+  fmt::print("  all {} plans at scale 1: {}\n", plans.size(), planner::summary_line(before));
+  return planner::summary_line(after);
+}
 
+int run_fit(const HwFlags& flags) {
+  if (flags.profiles.empty() && flags.plans.empty()) {
+    throw InputError({"", 0, 0, "--profile"}, "give --profile (to fit the power model), --plans (the time scale) or both");
+  }
+  hardware::GpuSpec gpu = hardware::load_gpu(flags.base_gpu);
   std::string command = "kareus hw fit --base-gpu " + shell_quote(flags.base_gpu);
   for (const auto& p : flags.profiles) command += " --profile " + shell_quote(p);
+  for (const auto& p : flags.plans) command += " --plans " + shell_quote(p);
+  if (!flags.plan_clocks.empty()) command += " --plan-clocks " + shell_quote(flags.plan_clocks);
   if (!flags.name.empty()) command += " --name " + shell_quote(flags.name);
   if (!flags.display_name.empty()) command += " --display-name " + shell_quote(flags.display_name);
   if (!flags.source.empty()) command += " --source " + shell_quote(flags.source);
   command += " --out " + shell_quote(flags.out);
 
-  hardware::GpuSpec& gpu = fit.gpu;
+  std::vector<std::string> summaries;  // printed last, as hw check prints them
+  if (!flags.profiles.empty()) {
+    const auto curves = read_profiles(flags.profiles);
+    // The power fit compares shapes: the time scale and its record stay.
+    const double time_scale = gpu.time_scale;
+    const auto time_scale_record = gpu.calibration.is_object() ? gpu.calibration.value("time_scale", nlohmann::ordered_json())
+                                                               : nlohmann::ordered_json();
+    hardware::FitResult fit = hardware::fit_power_model(gpu, curves);
+    const hardware::PowerModel& p = fit.gpu.power;
+    fmt::print("Fitted the power model of {} to {} measured curve(s) ({} model evaluations)\n", gpu.name,
+               curves.size(), fit.evaluations);
+    fmt::print(
+        "  knee {:g} MHz, V_min {:g} V, V_max {:g} V, C_compute {:g} nF, C_idle {:g} nF, C_copy {:g} "
+        "nF\n",
+        p.knee_clock_mhz, p.v_min_v, p.v_max_v, p.compute_capacitance_nf, p.idle_sm_capacitance_nf,
+        p.copy_capacitance_nf);
+    summaries.push_back(hardware::summary_line(fit.check.summary));
+    gpu = std::move(fit.gpu);
+    gpu.time_scale = time_scale;
+    gpu.calibration["command"] = command;
+    if (!time_scale_record.is_null()) gpu.calibration["time_scale"] = time_scale_record;
+  }
+  // After the power fit: where the power limit throttles, a plan's time depends on the power model.
+  if (!flags.plans.empty()) summaries.push_back(fit_time_scale(flags, gpu, command));
+
   if (!flags.name.empty()) gpu.name = flags.name;
   if (!flags.display_name.empty()) gpu.display_name = flags.display_name;
   if (!flags.source.empty()) gpu.source = flags.source;
-  gpu.calibration["command"] = command;
   hardware::validate(gpu, flags.out);
   write_file_atomic(flags.out, hardware::to_json(gpu).dump(2) + "\n");
-
-  const hardware::PowerModel& p = gpu.power;
-  fmt::print("Fitted the power model of {} to {} measured curve(s) ({} model evaluations)\n",
-             base.name, curves.size(), fit.evaluations);
-  fmt::print(
-      "  knee {:g} MHz, V_min {:g} V, V_max {:g} V, C_compute {:g} nF, C_idle {:g} nF, C_copy {:g} "
-      "nF\n",
-      p.knee_clock_mhz, p.v_min_v, p.v_max_v, p.compute_capacitance_nf, p.idle_sm_capacitance_nf,
-      p.copy_capacitance_nf);
   fmt::print("Wrote {}\n", flags.out);
-  fmt::print("{}\n", hardware::summary_line(fit.check.summary));
+  for (const std::string& line : summaries) fmt::print("{}\n", line);
   return 0;
 }
 
@@ -310,13 +368,19 @@ Action register_hw(CLI::App& app) {
   check->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
 
   CLI::App* fit = hw->add_subcommand(
-      "fit", "Fit a GPU's power model to a measured stage profile and write a calibrated GPU JSON");
+      "fit",
+      "Fit a GPU's power model to measured stage profiles, and/or its time scale to measured plans, and write a "
+      "calibrated GPU JSON");
   fit->add_option("--base-gpu", flags->base_gpu,
                   "GPU whose spec sheet the fitted GPU keeps: " + gpu_help)
       ->required();
   fit->add_option("--profile", flags->profiles,
-                  "CSV with columns stage,instruction,frequency,time,energy (repeatable)")
-      ->required();
+                  "Fit the power model's shape and level to this CSV with columns stage,instruction,frequency,time,"
+                  "energy (repeatable)");
+  fit->add_option("--plans", flags->plans,
+                  "Fit the time scale to these measured plans (as hw check --plans takes them): the median over the "
+                  "Megatron-LM and Perseus plans of measured over model time (repeatable)");
+  fit->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
   fit->add_option("--out", flags->out, "GPU JSON file to write")->required();
   fit->add_option("--name", flags->name, "Preset id of the fitted GPU (default: the base's)");
   fit->add_option("--display-name", flags->display_name, "Display name (default: the base's)");

@@ -41,6 +41,13 @@ Key read_key(const CsvTable& t, std::size_t row) {
           positive("mbs"), positive("seq"), t.integer(row, col("plan"))};
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 std::string job_label(const Key& k) {
   return fmt::format("{} tp{} cp{} mbs{} seq{}", k.model, k.tp, k.cp, k.mbs, k.seq);
 }
@@ -239,12 +246,6 @@ PlanCheck check_plans(const std::vector<ReferencePlan>& plans, const evaluate::E
 
   std::vector<double> time_errs, energy_errs;
   for (const auto& r : check.rows) time_errs.push_back(std::abs(r.time_err())), energy_errs.push_back(std::abs(r.energy_err()));
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
   struct Missing {
     std::vector<double> times, powers;
     const PlanCheckRow *fastest = nullptr, *slowest = nullptr;
@@ -286,6 +287,20 @@ std::string summary_line(const PlanCheck& check) {
   return fmt::format("time_err_median={:.2f} time_err_max={:.2f} energy_err_median={:.2f} energy_err_max={:.2f}",
                      100 * check.time_err_median, 100 * check.time_err_max, 100 * check.energy_err_median,
                      100 * check.energy_err_max);
+}
+
+TimeScaleFit fit_time_scale(const PlanCheck& check, double checked_time_scale) {
+  std::vector<double> ratios;
+  for (const PlanCheckRow& r : check.rows) {
+    if (r.plan->method == Method::kMegatron || r.plan->method == Method::kPerseus) {
+      ratios.push_back(r.plan->time_s / r.model_time_s);
+    }
+  }
+  if (ratios.empty()) {
+    throw InputError("fitting a time scale needs measured plans of Megatron-LM or Perseus (methods that overlap "
+                     "nothing); the plans given are all nanobatched");
+  }
+  return {checked_time_scale * median(ratios), ratios.size()};
 }
 
 }  // namespace kareus::planner

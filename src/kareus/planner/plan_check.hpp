@@ -103,4 +103,17 @@ PlanCheck check_plans(const std::vector<ReferencePlan>& plans, const evaluate::E
 // `time_err_median=<pct> time_err_max=<pct> energy_err_median=<pct> energy_err_max=<pct>`.
 std::string summary_line(const PlanCheck& check);
 
+// The GPU time scale (hardware::GpuSpec::time_scale) under which the model holds the measured
+// times of the plans whose method overlaps nothing (Megatron-LM and Perseus: every collective after
+// its compute): `checked_time_scale`, the scale `check` was evaluated at, times the median over
+// those plans of measured over model time. A uniform scale stretches every instruction alike, so
+// the model's iterations scale by it exactly and the median ratio becomes 1. Nanobatching+Perseus
+// plans are left out: what overlap costs stays a check of the model, not an input to it.
+struct TimeScaleFit {
+  double time_scale = 1;
+  std::size_t plans = 0;  // how many plans the median is over
+};
+// InputError when `check` holds no plan of those methods.
+TimeScaleFit fit_time_scale(const PlanCheck& check, double checked_time_scale);
+
 }  // namespace kareus::planner
