@@ -93,6 +93,41 @@ TEST(ArtifactPlans, MissingWorkSaysWhetherTheMissingTimeScalesWithTheGpusTime) {
   EXPECT_NEAR(offset.missing[0].time_s, 0.5, 1e-9);
 }
 
+// The time scale fit: on the GPU at scale 1, the median of measured over model time of the
+// Perseus plans; under the fitted scale that median is 1 (a uniform scale stretches every plan
+// alike), the nanobatched plans play no part in it, and the bundled preset holds what the fit
+// gives on the bundled plans.
+TEST(ArtifactPlans, TheFittedTimeScaleHoldsTheMedianPerseusPlanAndIgnoresTheNanobatchedOnes) {
+  const auto plans = read_artifact_plans(kData / "plans.csv", kData / "plan_clocks.csv");
+  const hardware::GpuSpec preset = hardware::load_gpu_preset("a100-sxm4-40gb");
+  hardware::GpuSpec gpu = preset;
+  gpu.time_scale = 1;
+  const PlanCheck at_one = check_plans(plans, evaluate::make_simulated_evaluator(gpu), {}, false);
+  const TimeScaleFit fit = fit_time_scale(at_one, 1);
+  EXPECT_EQ(fit.plans, 45u);
+  EXPECT_NEAR(fit.time_scale, preset.time_scale, 1e-9 * preset.time_scale);
+
+  std::vector<ReferencePlan> perseus, nanobatched;
+  for (const auto& p : plans) (p.method == Method::kPerseus ? perseus : nanobatched).push_back(p);
+  const TimeScaleFit perseus_only =
+      fit_time_scale(check_plans(perseus, evaluate::make_simulated_evaluator(gpu), {}, false), 1);
+  EXPECT_EQ(perseus_only.time_scale, fit.time_scale);
+  EXPECT_THROW(fit_time_scale(check_plans(nanobatched, evaluate::make_simulated_evaluator(gpu), {}, false), 1),
+               InputError);
+
+  gpu.time_scale = fit.time_scale;
+  const PlanCheck fitted = check_plans(perseus, evaluate::make_simulated_evaluator(gpu), {}, false);
+  EXPECT_NEAR(fit_time_scale(fitted, fit.time_scale).time_scale, fit.time_scale, 1e-9);
+  std::size_t longer = 0;
+  for (const auto& r : fitted.rows) longer += r.plan->time_s > r.model_time_s;
+  EXPECT_LE(longer, perseus.size() / 2 + 1);
+  EXPECT_GE(longer, perseus.size() / 2 - 1);
+  // At scale 1 the model ran short of most of them.
+  std::size_t longer_at_one = 0;
+  for (const auto& r : at_one.rows) longer_at_one += r.plan->method == Method::kPerseus && r.plan->time_s > r.model_time_s;
+  EXPECT_GT(longer_at_one, perseus.size() * 3 / 4);
+}
+
 TEST(ArtifactPlans, BadRowsAreNamedByFileAndLine) {
   const std::string header = "method,model,tp,cp,mbs,seq,plan,time_s,energy_j\n";
   auto plans = write("p.csv", header + "Perseus,llama-3.2-3b,8,1,8,4096,1,5.0,2000\n");
