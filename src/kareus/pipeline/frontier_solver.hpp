@@ -181,6 +181,12 @@ class FrontierSolver {
   };
   // The plan of `chosen` options (indices into the model's candidates) with slack reclaimed.
   Realized realize(const Model& model, std::vector<std::size_t> chosen) const;
+  // `realized` brought to `time_s` (at least the fastest plan's): each instruction on a path longer
+  // than that at the slowest candidate that alone takes the excess off every path through it, then
+  // slack reclaimed. A path too long has every instruction on it cut by at least its own excess, or
+  // all of them at their fastest, so none is left too long; it keeps `realized`'s slow options off
+  // those paths.
+  Realized fitted(const Realized& realized, double time_s) const;
   // The plan of realized options with slack reclaimed up to max(real time, allowed_time_s); planned
   // time and model energy are left to evaluate().
   FrontierPoint reclaimed(const Realized& realized, double allowed_time_s) const;
