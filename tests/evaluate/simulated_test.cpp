@@ -55,6 +55,16 @@ class Llama3bTp8 : public ::testing::Test {
   static double time_s(const Partition& p, const Knob& k) {
     return world().sim.evaluate(p, k).time_s;
   }
+  // Inside a property: any clock of the GPU; with a collective 3..30 SMs and, half the time, one of
+  // the partition's slots (else the sequential schedule).
+  static Knob arbitrary_knob(const Partition& p) {
+    const double f = *rc::gen::elementOf(world().sim.gpu().sm_clocks_mhz);
+    if (!p.collective) return {f, 0, "none"};
+    const int sms = *rc::gen::inRange(3, 31);
+    std::string slot = "none";
+    if (!p.slots.empty() && *rc::gen::arbitrary<bool>()) slot = (*rc::gen::elementOf(p.slots)).name;
+    return {f, sms, slot};
+  }
   // The SM grid the search uses for TP collectives.
   static std::vector<int> sm_grid() { return {3, 6, 9, 12, 15, 18, 21, 24, 27, 30}; }
 
@@ -382,14 +392,7 @@ namespace {
 // goes, all of it, at the clock where its average meets the limit.
 RC_GTEST_FIXTURE_PROP(Llama3bTp8, PowerLimitHoldsTheRunsAveragePower, ()) {
   const Partition& p = *rc::gen::elementOf(*partitions_);
-  const double f = *rc::gen::elementOf(sim_->gpu().sm_clocks_mhz);
-  std::string slot = "none";
-  int sms = *rc::gen::inRange(3, 31);
-  if (p.collective && !p.slots.empty() && *rc::gen::arbitrary<bool>()) {
-    slot = (*rc::gen::elementOf(p.slots)).name;
-  }
-  if (!p.collective) sms = 0;
-  const Knob knob{f, sms, slot};
+  const Knob knob = arbitrary_knob(p);
   const hardware::GpuSpec& gpu = sim_->gpu();
   const double limit = gpu.tdp_w * *rc::gen::inRange(50, 101) / 100.0;
   const SimulatedEvaluator sim(hardware::with_power_limit(gpu, limit, "limit"));
@@ -487,11 +490,7 @@ namespace {
 // frontier without changing which plan is best.
 RC_GTEST_FIXTURE_PROP(Llama3bTp8, TheTimeScaleStretchesTimeAndEnergyAlike, ()) {
   const Partition& p = *rc::gen::elementOf(*partitions_);
-  const double f = *rc::gen::elementOf(sim_->gpu().sm_clocks_mhz);
-  std::string slot = "none";
-  int sms = p.collective ? *rc::gen::inRange(3, 31) : 0;
-  if (p.collective && !p.slots.empty() && *rc::gen::arbitrary<bool>()) slot = (*rc::gen::elementOf(p.slots)).name;
-  const Knob knob{f, sms, slot};
+  const Knob knob = arbitrary_knob(p);
   hardware::GpuSpec plain_gpu = sim_->gpu(), scaled_gpu = sim_->gpu();
   plain_gpu.time_scale = 1;
   scaled_gpu.time_scale = *rc::gen::inRange(50, 201) / 100.0;
