@@ -129,8 +129,8 @@ int run_frontier(const FrontierFlags& flags) {
     const std::string search =
         flags.local_search_rounds == 0 ? "no local search"
         : stats.local_search_converged
-            ? fmt::format("local search converged in {} rounds ({} expansions)", stats.local_search_rounds,
-                          stats.local_search_expansions)
+            ? fmt::format("local search converged in {} rounds ({} expansions, {} with wide moves)",
+                          stats.local_search_rounds, stats.local_search_expansions, stats.wide_move_expansions)
         : stats.local_search_rounds >= flags.local_search_rounds
             ? fmt::format("local search stopped after its {} rounds (--local-search-rounds; {} expansions), not "
                           "converged",

@@ -265,7 +265,13 @@ FrontierPoint moved(FrontierPoint origin, const Move& move) {
   return origin;
 }
 
-std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move) {
+namespace {
+
+// neighbours() and wide_neighbours(): kWide moves each instruction up to `reach` candidates either
+// way. A template, so that neighbours(), which every round runs, carries no test of it.
+template <bool kWide>
+std::vector<Move> moves_from(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move,
+                             std::size_t reach) {
   // A slower move goes one candidate on, and on past near-ties of the plan's option (times and
   // effective energies within a relative 1e-6): a move to one of those changes next to nothing, so
   // it never enters the front, and the search would stop short of the option beyond it. A faster
@@ -291,7 +297,7 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
     sum_effective += candidates_of[v][at[v]].effective_energy_j;
   }
   // The fastest candidate a faster move of v goes to.
-  auto faster_reach = [&](std::size_t v) { return at[v] - std::min<std::size_t>(at[v], 2); };
+  auto faster_reach = [&](std::size_t v) { return at[v] - std::min<std::size_t>(at[v], kWide ? reach : 2); };
   std::vector<double>& finish = s.finish;
   std::vector<double>& tail = s.tail;
   finish.resize(n);
@@ -354,7 +360,7 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
     const std::span<const Candidate> candidates = candidates_of[v];
     for (std::size_t to = at[v] + 1; to < candidates.size(); ++to) {
       move(v, candidates[to], std::max(makespan, finish[v] - time[v] + candidates[to].time_s + tail[v]));
-      if (!near_tie(candidates[at[v]], candidates[to])) break;
+      if ((!kWide || to >= at[v] + reach) && !near_tie(candidates[at[v]], candidates[to])) break;
     }
     if (finish[v] + tail[v] >= critical_length) on_critical_path.push_back(v);
   }
@@ -389,6 +395,16 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
   return pareto_moves();
 }
 
+}  // namespace
+
+std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move) {
+  return moves_from<false>(solver, plan, with_cut_move, 2);
+}
+
+std::vector<Move> wide_neighbours(const FrontierSolver& solver, const FrontierPoint& plan, std::size_t reach) {
+  return moves_from<true>(solver, plan, /*with_cut_move=*/true, std::max<std::size_t>(reach, 2));
+}
+
 LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& front, const SolverOptions& options,
                                     const std::function<void(const SolverProgress&)>& progress) {
   // Every plan that enters is expanded, by a faster move or a slower one: expanding only those a
@@ -421,11 +437,24 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
   // Cut moves join once one-option moves converge: with them from the start, the plans they bring
   // in drop others whose one-option moves led further, and on BLOOM 8 x 12 the converged front
   // ended up to 0.17% above the one without them. Joining at convergence, every plan they bring in
-  // dominates what it drops, so the front can only improve on the converged one.
-  bool cut_phase = false;
-  auto find_moves = [&solver, &cut_phase](Chunk& chunk) {
+  // dominates what it drops, so the front can only improve on the converged one. Wide moves join
+  // once those converge, for the same reason and because an expansion with them costs more; a search
+  // the budget stops before that (at the default budget GPT-3 and BLOOM at 8 x 12 and every larger
+  // pipeline of make bench) never runs them, and costs what it did.
+  enum class Phase { kOneOption, kCut, kWide };
+  Phase phase = Phase::kOneOption;
+  auto next_phase = [&] {
+    if (phase == Phase::kOneOption && options.cut_moves) return phase = Phase::kCut, true;
+    if (phase != Phase::kWide && options.wide_move_reach > 0) return phase = Phase::kWide, true;
+    return false;
+  };
+  auto find_moves = [&solver, &phase, &options](Chunk& chunk) {
     tbb::parallel_for(std::size_t{0}, chunk.origins.size(), [&](std::size_t k) {
-      if (!chunk.moves[k] || cut_phase) chunk.moves[k] = neighbours(solver, chunk.origins[k], cut_phase);
+      if (phase == Phase::kWide) {
+        chunk.moves[k] = wide_neighbours(solver, chunk.origins[k], options.wide_move_reach);
+      } else if (!chunk.moves[k] || phase == Phase::kCut) {
+        chunk.moves[k] = neighbours(solver, chunk.origins[k], phase == Phase::kCut);
+      }
     });
   };
   Chunk chunks[2];  // the one being offered, the one whose moves are being found
@@ -437,8 +466,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
     const double instructions = static_cast<double>(solver.dag().num_nodes());
     for (int round = 0; round < options.local_search_rounds; ++round) {
       if (pending.empty()) {
-        if (cut_phase || !options.cut_moves) break;
-        cut_phase = true;
+        if (!next_phase()) break;
         for (const auto& [time, kept] : front.plans()) pending.push_back(time);
       }
       if (round > 0 && static_cast<double>(outcome.expansions + static_cast<long>(pending.size())) * instructions >
@@ -461,6 +489,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
         }
         Chunk& ready = chunks[c % 2];
         outcome.expansions += static_cast<long>(ready.origins.size());
+        if (phase == Phase::kWide) outcome.wide_expansions += static_cast<long>(ready.origins.size());
         for (std::size_t k = 0; k < ready.origins.size(); ++k) {
           const Moves& moves = *ready.moves[k];
           for (const Move& m : moves) {
@@ -485,7 +514,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
     }
     throw;
   }
-  outcome.converged = pending.empty() && (cut_phase || !options.cut_moves);
+  outcome.converged = pending.empty() && !next_phase();
   return outcome;
 }
 
