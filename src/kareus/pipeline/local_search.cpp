@@ -42,6 +42,7 @@ struct Scratch {
   std::vector<double> cut_time, cut_finish;
   FlowNetwork network;
   std::vector<Step> steps;
+  std::vector<Move> exchanges;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -255,6 +256,64 @@ std::optional<Move> cut_move(const InstructionDag& dag, std::span<const std::spa
   return move;
 }
 
+// The exchanges of wide moves: an instruction u that is not on every longest path goes one
+// candidate faster, which leaves the makespan as it is, and a neighbour w of it in the DAG takes the
+// room that opens, to the slowest candidate that fits it at the same makespan. Slack reclamation
+// gives the room latest-first (to u itself, again); an exchange gives it to w (on
+// llama3.2-3b-tp8-mbs8-seq4096's composed table, at its fastest time, stage 1's backward one
+// candidate faster and the forward before it one slower, 0.05% cheaper, where either alone is
+// not). Pairs where w's next candidate cannot fit even with all of u's saving are skipped unseen.
+// The plan is `s.at`, `s.time`, `s.finish` and `s.tail`, of makespan `makespan`; `s.bottleneck` its
+// nodes on every longest path.
+void exchange_moves(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+                    double makespan, double sum_effective, double idle_power_w, Scratch& s,
+                    std::vector<Move>& exchanges) {
+  const std::size_t n = dag.num_nodes();
+  std::vector<std::size_t>& is_bottleneck = s.critical_index;
+  is_bottleneck.assign(n, 0);
+  for (std::size_t v : s.bottleneck) is_bottleneck[v] = 1;
+  const std::vector<std::size_t>& at = s.at;
+  const std::vector<double>& time = s.time;
+  std::vector<double>& new_time = s.cut_time;
+  std::vector<double>& new_finish = s.cut_finish;
+  std::vector<double>& new_tail = s.middle;  // free here: longest_avoiding has run or will rewrite it
+  const double tolerance_s = 1e-12 * makespan;
+  auto exchange = [&](std::size_t u, std::size_t w) {
+    const std::span<const Candidate> to_w = candidates_of[w];
+    if (w == u || at[w] + 1 >= to_w.size()) return;
+    const double saving = time[u] - candidates_of[u][at[u] - 1].time_s;
+    const double slack_w = makespan - s.finish[w] - s.tail[w];
+    if (to_w[at[w] + 1].time_s - time[w] > slack_w + saving + tolerance_s) return;
+    new_time.assign(time.begin(), time.end());
+    new_time[u] = candidates_of[u][at[u] - 1].time_s;
+    new_finish.resize(n);
+    new_tail.resize(n);
+    dag.earliest_finish_into<double>(new_time, new_finish);
+    dag.longest_after_into<double>(new_time, new_tail);
+    const double start_w = new_finish[w] - new_time[w];
+    const double window = makespan - start_w - new_tail[w];
+    std::size_t k = at[w];
+    while (k + 1 < to_w.size() && to_w[k + 1].time_s <= window) ++k;
+    if (k == at[w]) return;
+    // Only paths through w grow, and none past the makespan; u's own leave it as it was.
+    const double new_makespan =
+        std::max(dag.latest_finish<double>(new_finish), start_w + to_w[k].time_s + new_tail[w]);
+    const double energy = sum_effective - candidates_of[u][at[u]].effective_energy_j +
+                          candidates_of[u][at[u] - 1].effective_energy_j - to_w[at[w]].effective_energy_j +
+                          to_w[k].effective_energy_j + idle_power_w * new_makespan;
+    exchanges.push_back({u, static_cast<std::uint16_t>(candidates_of[u][at[u] - 1].option), new_makespan, energy,
+                         {{w, static_cast<std::uint16_t>(to_w[k].option)}}});
+  };
+  for (std::size_t u = 0; u < n; ++u) {
+    if (is_bottleneck[u] || at[u] == 0) continue;
+    for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) exchange(u, dag.edge_to(e));
+    for (std::size_t k = dag.predecessor_begin(u); k < dag.predecessor_begin(u + 1); ++k) {
+      const std::size_t e = dag.predecessor_edge(k);
+      exchange(u, dag.edge_from(e));
+    }
+  }
+}
+
 }  // namespace
 
 FrontierPoint moved(FrontierPoint origin, const Move& move) {
@@ -320,6 +379,7 @@ std::vector<Move> moves_from(const FrontierSolver& solver, const FrontierPoint& 
   std::vector<Step>& moves = s.steps;
   moves.assign(1, {n, 0, makespan, plan_energy});
   std::optional<Move> cut;
+  std::vector<Move>& exchanges = s.exchanges;  // wide moves' exchanges: the steps of node n + 2 + k
   auto add_step = [&](const Step& m) {
     // The last step is the slowest and cheapest: most moves it dominates spare the search.
     if (m.time_s >= moves.back().time_s && m.energy_j >= moves.back().energy_j) return;
@@ -347,6 +407,7 @@ std::vector<Move> moves_from(const FrontierSolver& solver, const FrontierPoint& 
     result.reserve(moves.size());
     for (const Step& m : moves) {
       if (m.node == n + 1) result.push_back(std::move(*cut));
+      else if (kWide && m.node > n + 1) result.push_back(std::move(exchanges[m.node - n - 2]));
       else if (m.node != n) result.push_back({m.node, m.option, m.time_s, m.energy_j, {}});
     }
     return result;
@@ -380,6 +441,13 @@ std::vector<Move> moves_from(const FrontierSolver& solver, const FrontierPoint& 
     // Not every critical node is on every longest path: some run side by side.
     cut = cut_move(dag, candidates_of, on_critical_path, makespan, idle_power_w, s);
     if (cut) add_step({n + 1, 0, cut->time_s, cut->energy_j});
+  }
+  if constexpr (kWide) {
+    exchanges.clear();
+    exchange_moves(dag, candidates_of, makespan, sum_effective, idle_power_w, s, exchanges);
+    for (std::size_t k = 0; k < exchanges.size(); ++k) {
+      add_step({n + 2 + k, 0, exchanges[k].time_s, exchanges[k].energy_j});
+    }
   }
   if (critical.empty()) return pareto_moves();
   const std::span<const double> avoiding =

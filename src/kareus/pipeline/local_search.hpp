@@ -46,7 +46,9 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
 // (at least two), not one slower and two faster: where the candidates' energies are not convex in
 // their order, the plan one candidate on is dominated and one further on is not (on the composed
 // table of llama3.2-3b-tp8-mbs8-seq4096, stage 1's backward of microbatch 0 two candidates slower
-// enters a front that one candidate slower does not). A superset of neighbours(plan, true).
+// enters a front that one candidate slower does not). With them, exchanges: an instruction off some
+// longest path one candidate faster and a neighbour of it in the DAG as much slower as the room that
+// opens allows, at the same makespan. A superset of neighbours(plan, true).
 std::vector<Move> wide_neighbours(const FrontierSolver& solver, const FrontierPoint& plan, std::size_t reach);
 
 // The plan a move from `origin` leads to.
