@@ -61,7 +61,7 @@ struct SolverOptions {
   // the next round would take its expansions times the DAG's instructions past the budget
   // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
   // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 12
-  // (192 instructions, at its 0.2 ms unit) after 13 rounds of the 159 it needs (with the cut
+  // (192 instructions, at its 0.2 ms unit) after 13 rounds of the 180 it needs (with the cut
   // and wide moves), at 8 × 48 (768, 1 ms) after 2.
   int local_search_rounds = 1000;
   double local_search_budget = 1e7;
