@@ -94,6 +94,46 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
   }
 }
 
+// Wide moves, brute force: each carries its true time and energy; every move of one instruction up to
+// `reach` candidates either way is dominated by the plan or a returned move; and so is every move
+// neighbours() offers with the cut move (wide moves are a superset).
+RC_GTEST_PROP(FrontierSolver, WideMovesOfferEveryMoveWithinTheirReachThatCanPay, ()) {
+  const auto [table, schedule] = random_small_pipeline();
+  const double p = 60;
+  const std::size_t reach = *rc::gen::inRange<std::size_t>(2, 6);
+  FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
+  const InstructionDag& dag = solver.dag();
+  const auto candidates = solver.candidates();
+  auto dominates = [](const TimeEnergy& a, const TimeEnergy& b) {
+    return a.time_s <= b.time_s + 1e-9 && a.energy_j <= b.energy_j + 1e-6;
+  };
+  for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
+    for (const FrontierPoint& plan : plans) {
+      const TimeEnergy origin = evaluate_assignment(table, dag, plan.assignment, p);
+      std::vector<TimeEnergy> offered{origin};
+      for (const Move& m : wide_neighbours(solver, plan, reach)) {
+        const TimeEnergy truth = evaluate_assignment(table, dag, moved(plan, m).assignment, p);
+        RC_ASSERT(std::abs(truth.time_s - m.time_s) < 1e-9);
+        RC_ASSERT(std::abs(truth.energy_j - m.energy_j) < 1e-6);
+        offered.push_back({m.time_s, m.energy_j});
+      }
+      auto covered = [&](const TimeEnergy& move) {
+        return std::ranges::any_of(offered, [&](const TimeEnergy& o) { return dominates(o, move); });
+      };
+      for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
+        const std::size_t at = solver.candidate_index(v, plan.assignment[v]);
+        for (std::size_t to = at - std::min(at, reach); to < std::min(candidates[v].size(), at + reach + 1); ++to) {
+          std::vector<std::uint16_t> changed = plan.assignment;
+          changed[v] = static_cast<std::uint16_t>(candidates[v][to].option);
+          const TimeEnergy move = evaluate_assignment(table, dag, changed, p);
+          RC_ASSERT(covered(move));
+        }
+      }
+      for (const Move& m : neighbours(solver, plan, /*with_cut_move=*/true)) RC_ASSERT(covered({m.time_s, m.energy_j}));
+    }
+  }
+}
+
 RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
   const int stages = *rc::gen::inRange(1, 4);
   const int microbatches = *rc::gen::inRange(1, 6);
@@ -117,7 +157,8 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
 }
 
 // run_local_search on its own: run without a budget it reports convergence, and then no plan of
-// the front has a move the front would take, one-option or cut (the definition of converged); it never loses a plan
+// the front has a move the front would take, one-option, cut or wide (the definition of converged; wide
+// moves include the others); it never loses a plan
 // Phillips–Dessouky's steps gave it.
 RC_GTEST_PROP(FrontierSolver, ConvergedRoundsLeaveNoPlanWithAnEnteringMove, ()) {
   const auto [table, schedule] = random_small_pipeline();
@@ -137,7 +178,7 @@ RC_GTEST_PROP(FrontierSolver, ConvergedRoundsLeaveNoPlanWithAnEnteringMove, ()) 
   std::vector<TimeEnergy> kept;
   for (const auto& [time_s, plan] : front.plans()) {
     kept.push_back(plan.point.time_energy());
-    for (const Move& m : neighbours(solver, plan.point, /*with_cut_move=*/true)) {
+    for (const Move& m : wide_neighbours(solver, plan.point, options.wide_move_reach)) {
       RC_ASSERT(front.dominated(m.time_s, m.energy_j));
     }
   }
@@ -178,8 +219,12 @@ TEST(FrontierSolver, CutMoveLeavesALocalOptimumOfOneOptionMoves) {
   ASSERT_LT(fastest_exact_s, 0.075);
 
   for (const bool cut_moves : {false, true}) {
-    const SolverOptions options{
-        .p_blocking_w = 0, .unit_time_s = 1e-3, .local_search_budget = 1e15, .cut_moves = cut_moves};
+    // One-option moves alone: no cut move, nor the wide moves that carry it.
+    const SolverOptions options{.p_blocking_w = 0,
+                                .unit_time_s = 1e-3,
+                                .local_search_budget = 1e15,
+                                .cut_moves = cut_moves,
+                                .wide_move_reach = cut_moves ? SolverOptions{}.wide_move_reach : 0};
     FrontierSolver solver(table, schedule, options);
     const std::vector<Move> moves = neighbours(solver, plan, cut_moves);
     const bool faster = std::ranges::any_of(moves, [&](const Move& m) { return m.time_s < plan.time_s - 1e-12; });

@@ -126,17 +126,21 @@ int run_frontier(const FrontierFlags& flags) {
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
     fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "lowest energy", frugal.time_s, frugal.energy_j);
     const pipeline::SolverStats& stats = frontier.stats;
+    // The wide moves' phase runs last (pipeline/local_search.hpp); a search stopped before it has none.
+    const std::string expansions =
+        stats.wide_move_expansions > 0
+            ? fmt::format("{} expansions, {} with wide moves", stats.local_search_expansions,
+                          stats.wide_move_expansions)
+            : fmt::format("{} expansions", stats.local_search_expansions);
     const std::string search =
         flags.local_search_rounds == 0 ? "no local search"
         : stats.local_search_converged
-            ? fmt::format("local search converged in {} rounds ({} expansions)", stats.local_search_rounds,
-                          stats.local_search_expansions)
+            ? fmt::format("local search converged in {} rounds ({})", stats.local_search_rounds, expansions)
         : stats.local_search_rounds >= flags.local_search_rounds
-            ? fmt::format("local search stopped after its {} rounds (--local-search-rounds; {} expansions), not "
-                          "converged",
-                          stats.local_search_rounds, stats.local_search_expansions)
-            : fmt::format("local search stopped by its budget after {} rounds ({} expansions), not converged",
-                          stats.local_search_rounds, stats.local_search_expansions);
+            ? fmt::format("local search stopped after its {} rounds (--local-search-rounds; {}), not converged",
+                          stats.local_search_rounds, expansions)
+            : fmt::format("local search stopped by its budget after {} rounds ({}), not converged",
+                          stats.local_search_rounds, expansions);
     fmt::print("{} Pareto plans of {} evaluated; unit {} s ({}); {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
                frontier.points.size(), frontier.total_points, stats.unit.unit_time_s, describe(stats.unit), stats.steps,
                stats.cut_computations, search, solve_s);
@@ -207,8 +211,9 @@ Action register_frontier(CLI::App& app) {
                 "Perseus's plain assignment)");
   cmd->add_option("--local-search-rounds", flags->local_search_rounds,
                   "At most this many rounds of Pareto local search over one-option moves after "
-                  "Phillips-Dessouky, then cut moves too once those converge; it stops earlier once no plan of "
-                  "the front has a move that enters it "
+                  "Phillips-Dessouky, then cut moves too once those converge, then wide moves (each instruction "
+                  "up to 16 candidates either way); it stops earlier once no plan of the front has a move that "
+                  "enters it "
                   "(the summary says which); 0 keeps Phillips-Dessouky's plans only")
       ->capture_default_str();
   cmd->add_option("--local-search-budget", flags->local_search_budget,

@@ -61,13 +61,18 @@ struct SolverOptions {
   // the next round would take its expansions times the DAG's instructions past the budget
   // (SolverStats says which). 0 rounds keeps Phillips–Dessouky's plans only. The default budget
   // lets small pipelines (the default job's 32 instructions) converge and stops GPT-3 at 8 × 12
-  // (192 instructions, at its 0.2 ms unit) after 13 rounds of the 141 it needs (with the cut
-  // moves), at 8 × 48 (768, 1 ms) after 2.
+  // (192 instructions, at its 0.2 ms unit) after 13 rounds of the 180 it needs (with the cut
+  // and wide moves), at 8 × 48 (768, 1 ms) after 2.
   int local_search_rounds = 1000;
   double local_search_budget = 1e7;
   // Once one-option moves converge, the local search goes on with the cut move too (see
   // local_search.hpp) until no plan has either that enters the front.
   bool cut_moves = true;
+  // Once those converge too, it goes on with wide moves (local_search.hpp): each instruction up to
+  // this many candidates either way, until no plan has one that enters the front; 0 leaves them
+  // out. Sixteen: on the composed table of llama3.2-3b-tp8-mbs8-seq4096, 8 left it 0.091% above
+  // HiGHS's plans, 12, 16 and 24 0.047% (bench/results/frontier_mip.md).
+  std::size_t wide_move_reach = 16;
 };
 
 // One plan, evaluated on the true options it assigns.
@@ -90,6 +95,7 @@ struct SolverStats {
   long local_search_expansions = 0;  // plans whose neighbours the local search evaluated
   int local_search_rounds = 2;        // rounds run
   bool local_search_converged = false;  // no plan of the front has a move that enters it
+  long wide_move_expansions = 0;        // of the expansions, those with wide moves
 };
 
 class FrontierSolver {

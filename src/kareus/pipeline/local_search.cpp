@@ -42,6 +42,7 @@ struct Scratch {
   std::vector<double> cut_time, cut_finish;
   FlowNetwork network;
   std::vector<Step> steps;
+  std::vector<Move> exchanges;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -255,6 +256,64 @@ std::optional<Move> cut_move(const InstructionDag& dag, std::span<const std::spa
   return move;
 }
 
+// The exchanges of wide moves: an instruction u that is not on every longest path goes one
+// candidate faster, which leaves the makespan as it is, and a neighbour w of it in the DAG takes the
+// room that opens, to the slowest candidate that fits it at the same makespan. Slack reclamation
+// gives the room latest-first (to u itself, again); an exchange gives it to w (on
+// llama3.2-3b-tp8-mbs8-seq4096's composed table, at its fastest time, stage 1's backward one
+// candidate faster and the forward before it one slower, 0.05% cheaper, where either alone is
+// not). Pairs where w's next candidate cannot fit even with all of u's saving are skipped unseen.
+// The plan is `s.at`, `s.time`, `s.finish` and `s.tail`, of makespan `makespan`; `s.bottleneck` its
+// nodes on every longest path.
+void exchange_moves(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+                    double makespan, double sum_effective, double idle_power_w, Scratch& s,
+                    std::vector<Move>& exchanges) {
+  const std::size_t n = dag.num_nodes();
+  std::vector<std::size_t>& is_bottleneck = s.critical_index;
+  is_bottleneck.assign(n, 0);
+  for (std::size_t v : s.bottleneck) is_bottleneck[v] = 1;
+  const std::vector<std::size_t>& at = s.at;
+  const std::vector<double>& time = s.time;
+  std::vector<double>& new_time = s.cut_time;
+  std::vector<double>& new_finish = s.cut_finish;
+  std::vector<double>& new_tail = s.middle;  // free here: longest_avoiding has run or will rewrite it
+  const double tolerance_s = 1e-12 * makespan;
+  auto exchange = [&](std::size_t u, std::size_t w) {
+    const std::span<const Candidate> to_w = candidates_of[w];
+    if (w == u || at[w] + 1 >= to_w.size()) return;
+    const double saving = time[u] - candidates_of[u][at[u] - 1].time_s;
+    const double slack_w = makespan - s.finish[w] - s.tail[w];
+    if (to_w[at[w] + 1].time_s - time[w] > slack_w + saving + tolerance_s) return;
+    new_time.assign(time.begin(), time.end());
+    new_time[u] = candidates_of[u][at[u] - 1].time_s;
+    new_finish.resize(n);
+    new_tail.resize(n);
+    dag.earliest_finish_into<double>(new_time, new_finish);
+    dag.longest_after_into<double>(new_time, new_tail);
+    const double start_w = new_finish[w] - new_time[w];
+    const double window = makespan - start_w - new_tail[w];
+    std::size_t k = at[w];
+    while (k + 1 < to_w.size() && to_w[k + 1].time_s <= window) ++k;
+    if (k == at[w]) return;
+    // Only paths through w grow, and none past the makespan; u's own leave it as it was.
+    const double new_makespan =
+        std::max(dag.latest_finish<double>(new_finish), start_w + to_w[k].time_s + new_tail[w]);
+    const double energy = sum_effective - candidates_of[u][at[u]].effective_energy_j +
+                          candidates_of[u][at[u] - 1].effective_energy_j - to_w[at[w]].effective_energy_j +
+                          to_w[k].effective_energy_j + idle_power_w * new_makespan;
+    exchanges.push_back({u, static_cast<std::uint16_t>(candidates_of[u][at[u] - 1].option), new_makespan, energy,
+                         {{w, static_cast<std::uint16_t>(to_w[k].option)}}});
+  };
+  for (std::size_t u = 0; u < n; ++u) {
+    if (is_bottleneck[u] || at[u] == 0) continue;
+    for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) exchange(u, dag.edge_to(e));
+    for (std::size_t k = dag.predecessor_begin(u); k < dag.predecessor_begin(u + 1); ++k) {
+      const std::size_t e = dag.predecessor_edge(k);
+      exchange(u, dag.edge_from(e));
+    }
+  }
+}
+
 }  // namespace
 
 FrontierPoint moved(FrontierPoint origin, const Move& move) {
@@ -265,7 +324,13 @@ FrontierPoint moved(FrontierPoint origin, const Move& move) {
   return origin;
 }
 
-std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move) {
+namespace {
+
+// neighbours() and wide_neighbours(): kWide moves each instruction up to `reach` candidates either
+// way. A template, so that neighbours(), which every round runs, carries no test of it.
+template <bool kWide>
+std::vector<Move> moves_from(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move,
+                             std::size_t reach) {
   // A slower move goes one candidate on, and on past near-ties of the plan's option (times and
   // effective energies within a relative 1e-6): a move to one of those changes next to nothing, so
   // it never enters the front, and the search would stop short of the option beyond it. A faster
@@ -291,7 +356,7 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
     sum_effective += candidates_of[v][at[v]].effective_energy_j;
   }
   // The fastest candidate a faster move of v goes to.
-  auto faster_reach = [&](std::size_t v) { return at[v] - std::min<std::size_t>(at[v], 2); };
+  auto faster_reach = [&](std::size_t v) { return at[v] - std::min<std::size_t>(at[v], kWide ? reach : 2); };
   std::vector<double>& finish = s.finish;
   std::vector<double>& tail = s.tail;
   finish.resize(n);
@@ -314,6 +379,7 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
   std::vector<Step>& moves = s.steps;
   moves.assign(1, {n, 0, makespan, plan_energy});
   std::optional<Move> cut;
+  std::vector<Move>& exchanges = s.exchanges;  // wide moves' exchanges: the steps of node n + 2 + k
   auto add_step = [&](const Step& m) {
     // The last step is the slowest and cheapest: most moves it dominates spare the search.
     if (m.time_s >= moves.back().time_s && m.energy_j >= moves.back().energy_j) return;
@@ -341,6 +407,7 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
     result.reserve(moves.size());
     for (const Step& m : moves) {
       if (m.node == n + 1) result.push_back(std::move(*cut));
+      else if (kWide && m.node > n + 1) result.push_back(std::move(exchanges[m.node - n - 2]));
       else if (m.node != n) result.push_back({m.node, m.option, m.time_s, m.energy_j, {}});
     }
     return result;
@@ -354,7 +421,7 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
     const std::span<const Candidate> candidates = candidates_of[v];
     for (std::size_t to = at[v] + 1; to < candidates.size(); ++to) {
       move(v, candidates[to], std::max(makespan, finish[v] - time[v] + candidates[to].time_s + tail[v]));
-      if (!near_tie(candidates[at[v]], candidates[to])) break;
+      if ((!kWide || to >= at[v] + reach) && !near_tie(candidates[at[v]], candidates[to])) break;
     }
     if (finish[v] + tail[v] >= critical_length) on_critical_path.push_back(v);
   }
@@ -375,6 +442,13 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
     cut = cut_move(dag, candidates_of, on_critical_path, makespan, idle_power_w, s);
     if (cut) add_step({n + 1, 0, cut->time_s, cut->energy_j});
   }
+  if constexpr (kWide) {
+    exchanges.clear();
+    exchange_moves(dag, candidates_of, makespan, sum_effective, idle_power_w, s, exchanges);
+    for (std::size_t k = 0; k < exchanges.size(); ++k) {
+      add_step({n + 2 + k, 0, exchanges[k].time_s, exchanges[k].energy_j});
+    }
+  }
   if (critical.empty()) return pareto_moves();
   const std::span<const double> avoiding =
       longest_avoiding(dag, finish, time, tail, critical, makespan - largest_saving, s);
@@ -387,6 +461,16 @@ std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& 
     }
   }
   return pareto_moves();
+}
+
+}  // namespace
+
+std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move) {
+  return moves_from<false>(solver, plan, with_cut_move, 2);
+}
+
+std::vector<Move> wide_neighbours(const FrontierSolver& solver, const FrontierPoint& plan, std::size_t reach) {
+  return moves_from<true>(solver, plan, /*with_cut_move=*/true, std::max<std::size_t>(reach, 2));
 }
 
 LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& front, const SolverOptions& options,
@@ -421,11 +505,24 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
   // Cut moves join once one-option moves converge: with them from the start, the plans they bring
   // in drop others whose one-option moves led further, and on BLOOM 8 x 12 the converged front
   // ended up to 0.17% above the one without them. Joining at convergence, every plan they bring in
-  // dominates what it drops, so the front can only improve on the converged one.
-  bool cut_phase = false;
-  auto find_moves = [&solver, &cut_phase](Chunk& chunk) {
+  // dominates what it drops, so the front can only improve on the converged one. Wide moves join
+  // once those converge, for the same reason and because an expansion with them costs more; a search
+  // the budget stops before that (at the default budget GPT-3 and BLOOM at 8 x 12 and every larger
+  // pipeline of make bench) never runs them, and costs what it did.
+  enum class Phase { kOneOption, kCut, kWide };
+  Phase phase = Phase::kOneOption;
+  auto next_phase = [&] {
+    if (phase == Phase::kOneOption && options.cut_moves) return phase = Phase::kCut, true;
+    if (phase != Phase::kWide && options.wide_move_reach > 0) return phase = Phase::kWide, true;
+    return false;
+  };
+  auto find_moves = [&solver, &phase, &options](Chunk& chunk) {
     tbb::parallel_for(std::size_t{0}, chunk.origins.size(), [&](std::size_t k) {
-      if (!chunk.moves[k] || cut_phase) chunk.moves[k] = neighbours(solver, chunk.origins[k], cut_phase);
+      if (phase == Phase::kWide) {
+        chunk.moves[k] = wide_neighbours(solver, chunk.origins[k], options.wide_move_reach);
+      } else if (!chunk.moves[k] || phase == Phase::kCut) {
+        chunk.moves[k] = neighbours(solver, chunk.origins[k], phase == Phase::kCut);
+      }
     });
   };
   Chunk chunks[2];  // the one being offered, the one whose moves are being found
@@ -437,8 +534,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
     const double instructions = static_cast<double>(solver.dag().num_nodes());
     for (int round = 0; round < options.local_search_rounds; ++round) {
       if (pending.empty()) {
-        if (cut_phase || !options.cut_moves) break;
-        cut_phase = true;
+        if (!next_phase()) break;
         for (const auto& [time, kept] : front.plans()) pending.push_back(time);
       }
       if (round > 0 && static_cast<double>(outcome.expansions + static_cast<long>(pending.size())) * instructions >
@@ -461,6 +557,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
         }
         Chunk& ready = chunks[c % 2];
         outcome.expansions += static_cast<long>(ready.origins.size());
+        if (phase == Phase::kWide) outcome.wide_expansions += static_cast<long>(ready.origins.size());
         for (std::size_t k = 0; k < ready.origins.size(); ++k) {
           const Moves& moves = *ready.moves[k];
           for (const Move& m : moves) {
@@ -485,7 +582,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
     }
     throw;
   }
-  outcome.converged = pending.empty() && (cut_phase || !options.cut_moves);
+  outcome.converged = pending.empty() && !next_phase();
   return outcome;
 }
 

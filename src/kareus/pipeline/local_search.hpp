@@ -3,7 +3,9 @@
 // its one-option neighbours, and each neighbour that enters the front is expanded in the next round,
 // until none enters (no plan of the front has an improving move) or the budget is spent. Then every
 // plan is expanded once more with the cut move too (several instructions at once, where longest
-// paths run side by side), and the rounds go on until neither kind enters.
+// paths run side by side), and the rounds go on until neither kind enters; then once more with wide
+// moves (each instruction up to SolverOptions::wide_move_reach candidates either way, with the cut
+// move), until none of those enters: the search has converged.
 //
 // Thread-safety: neighbours() on any threads at any time (as FrontierSolver allows);
 // run_local_search uses the calling thread and oneTBB's, with a result that does not depend on how
@@ -40,6 +42,15 @@ struct Move {
 // ascending.
 std::vector<Move> neighbours(const FrontierSolver& solver, const FrontierPoint& plan, bool with_cut_move = false);
 
+// neighbours() with the cut move, where each instruction moves up to `reach` candidates either way
+// (at least two), not one slower and two faster: where the candidates' energies are not convex in
+// their order, the plan one candidate on is dominated and one further on is not (on the composed
+// table of llama3.2-3b-tp8-mbs8-seq4096, stage 1's backward of microbatch 0 two candidates slower
+// enters a front that one candidate slower does not). With them, exchanges: an instruction off some
+// longest path one candidate faster and a neighbour of it in the DAG as much slower as the room that
+// opens allows, at the same makespan. A superset of neighbours(plan, true).
+std::vector<Move> wide_neighbours(const FrontierSolver& solver, const FrontierPoint& plan, std::size_t reach);
+
 // The plan a move from `origin` leads to.
 FrontierPoint moved(FrontierPoint origin, const Move& move);
 
@@ -54,6 +65,7 @@ struct LocalSearchOutcome {
   long expansions = 0;
   int rounds = 0;
   bool converged = false;  // no plan of the front has a move that enters it
+  long wide_expansions = 0;  // of the expansions, those with wide moves
 };
 
 // Runs the rounds on `front` (every plan of it still to expand) within options.local_search_rounds

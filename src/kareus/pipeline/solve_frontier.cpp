@@ -89,6 +89,7 @@ Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedu
   result.stats.local_search_expansions = searched.expansions;
   result.stats.local_search_rounds = searched.rounds;
   result.stats.local_search_converged = local_search && searched.converged;
+  result.stats.wide_move_expansions = searched.wide_expansions;
   return result;
 }
 
