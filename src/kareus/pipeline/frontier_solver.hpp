@@ -15,9 +15,10 @@
 // real option times; its energy `Σ E + P·(S·T − Σ t)`: one GPU per stage, idle time at P.
 //
 // The parts live in one file each: phillips_dessouky.cpp (the cost models and steps),
-// plan_realization.cpp (plans on the true options, slack reclamation), local_search.hpp/.cpp (a
-// plan's moves and the rounds), plan_front.hpp (the Pareto set of plans), solve_frontier.cpp
-// (solve_frontier: those on threads), unit_choice.cpp (the unit where the options do not give one).
+// plan_realization.cpp (plans on the true options, slack reclamation, the fastest plan's fit),
+// local_search.hpp/.cpp (a plan's moves and the rounds), plan_front.hpp (the Pareto set of plans),
+// solve_frontier.cpp (solve_frontier: those on threads), unit_choice.cpp (the unit where the
+// options do not give one).
 //
 // Thread-safety: a FrontierSolver is single-threaded, with two exceptions: evaluate() may run on a
 // second thread while advance() runs (that is how solve_frontier turns steps into plans on one core
@@ -107,7 +108,8 @@ class FrontierSolver {
   FrontierSolver(const OptionTable& table, const PipelineSchedule& schedule, SolverOptions options);
 
   // The plans of the slowest makespan first, then of one unit faster per call, then the fastest
-  // plan there is (every instruction at its fastest option, slack reclaimed); then empty.
+  // plans there are (every instruction at its fastest option, slack reclaimed; and the last step's
+  // plans fitted to that time, see fitted); then empty.
   // Equivalent to evaluate(*advance()) until advance() ends.
   std::vector<FrontierPoint> next();
 
