@@ -108,6 +108,14 @@ int run_show(const HwFlags& flags) {
         "calibration", c.value("points", 0), c.value("time_err_median_pct", 0.0),
         c.value("time_err_max_pct", 0.0), c.value("power_err_median_pct", 0.0),
         c.value("power_err_max_pct", 0.0));
+    if (c.contains("time_scale")) {
+      const auto& t = c.at("time_scale");
+      fmt::print("  {:<18} time scale from {} measured plans without overlap ({} checked); median error on all, time "
+                 "{:.2f}% energy {:.2f}% (at scale 1: {:.2f}% and {:.2f}%)\n",
+                 "", t.value("fitted_plans", 0), t.value("checked_plans", 0), t.value("time_err_median_pct", 0.0),
+                 t.value("energy_err_median_pct", 0.0), t.value("time_err_median_pct_at_scale_1", 0.0),
+                 t.value("energy_err_median_pct_at_scale_1", 0.0));
+    }
   }
 
   fmt::print("\nModel curves (a model, not a measurement; power of one GPU)\n");
