@@ -30,6 +30,12 @@ SmallPipeline random_small_pipeline() {
   return {std::move(table), PipelineSchedule::make(kind, stages, microbatches)};
 }
 
+// `a` no slower and no dearer than `b`, up to rounding: the solver and evaluate_assignment sum the
+// times and energies differently.
+bool dominates_up_to_rounding(const TimeEnergy& a, const TimeEnergy& b) {
+  return a.time_s <= b.time_s + 1e-9 && a.energy_j <= b.energy_j + 1e-6;
+}
+
 RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
   const auto [table, schedule] = random_small_pipeline();
   const double p = 60;
@@ -61,10 +67,6 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
       costs.emplace_back(table.at(s, type), p, 1e-3, CostModelKind::kHull, "test");
     }
   }
-  // Up to rounding: the solver and evaluate_assignment sum the times and energies differently.
-  auto dominates = [](const TimeEnergy& a, const TimeEnergy& b) {
-    return a.time_s <= b.time_s + 1e-9 && a.energy_j <= b.energy_j + 1e-6;
-  };
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     for (const FrontierPoint& plan : plans) {
       const TimeEnergy origin = evaluate_assignment(table, dag, plan.assignment, p);
@@ -87,7 +89,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
           std::vector<std::uint16_t> moved = plan.assignment;
           moved[v] = static_cast<std::uint16_t>(c.options()[to].option);
           const TimeEnergy move = evaluate_assignment(table, dag, moved, p);
-          RC_ASSERT(std::ranges::any_of(offered, [&](const TimeEnergy& o) { return dominates(o, move); }));
+          RC_ASSERT(std::ranges::any_of(offered, [&](const TimeEnergy& o) { return dominates_up_to_rounding(o, move); }));
         }
       }
     }
@@ -104,9 +106,6 @@ RC_GTEST_PROP(FrontierSolver, WideMovesOfferEveryMoveWithinTheirReachThatCanPay,
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
   const InstructionDag& dag = solver.dag();
   const auto candidates = solver.candidates();
-  auto dominates = [](const TimeEnergy& a, const TimeEnergy& b) {
-    return a.time_s <= b.time_s + 1e-9 && a.energy_j <= b.energy_j + 1e-6;
-  };
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     for (const FrontierPoint& plan : plans) {
       const TimeEnergy origin = evaluate_assignment(table, dag, plan.assignment, p);
@@ -118,7 +117,7 @@ RC_GTEST_PROP(FrontierSolver, WideMovesOfferEveryMoveWithinTheirReachThatCanPay,
         offered.push_back({m.time_s, m.energy_j});
       }
       auto covered = [&](const TimeEnergy& move) {
-        return std::ranges::any_of(offered, [&](const TimeEnergy& o) { return dominates(o, move); });
+        return std::ranges::any_of(offered, [&](const TimeEnergy& o) { return dominates_up_to_rounding(o, move); });
       };
       for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
         const std::size_t at = solver.candidate_index(v, plan.assignment[v]);
