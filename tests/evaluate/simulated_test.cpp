@@ -511,5 +511,50 @@ RC_GTEST_FIXTURE_PROP(Llama3bTp8, TheTimeScaleStretchesTimeAndEnergyAlike, ()) {
   RC_ASSERT(std::abs(energy / t.energy_j - 1) < 1e-9);
 }
 
+// Overlap's measured interference (GpuSpec::overlap_compute_slowdown, overlap_collective_slowdown)
+// slows only what overlaps: on an unlimited board (a capped one may run a slower, lighter run at a
+// higher clock) the sequential knob and a partition without a collective cost exactly what they
+// did, and an overlapped knob takes at least as long but no longer than the larger factor times as
+// long.
+RC_GTEST_FIXTURE_PROP(Llama3bTp8, InterferenceSlowsOnlyWhatOverlapsAndByAtMostItsFactor, ()) {
+  const Partition& p = *rc::gen::elementOf(*partitions_);
+  const Knob knob = arbitrary_knob(p);
+  hardware::GpuSpec plain_gpu = world().unlimited.gpu(), slowed_gpu = plain_gpu;
+  slowed_gpu.overlap_compute_slowdown = *rc::gen::inRange(100, 301) / 100.0;
+  slowed_gpu.overlap_collective_slowdown = *rc::gen::inRange(100, 301) / 100.0;
+  const SimulatedEvaluator plain(plain_gpu), slowed(slowed_gpu);
+  const EvalResult a = plain.evaluate(p, knob), b = slowed.evaluate(p, knob);
+  if (knob.sequential() || !p.collective) {
+    RC_ASSERT(b.time_s == a.time_s);
+    RC_ASSERT(b.energy_j == a.energy_j);
+    return;
+  }
+  const double factor = std::max(slowed_gpu.overlap_compute_slowdown, slowed_gpu.overlap_collective_slowdown);
+  RC_ASSERT(b.time_s >= a.time_s * (1 - 1e-12));
+  RC_ASSERT(b.time_s <= factor * a.time_s * (1 + 1e-12));
+}
+
+// Factors of 1 are the plain model; a collective twice as slow beside compute shows on some knob
+// of the TP partitions and shortens none.
+TEST_F(Llama3bTp8, ACollectiveSlowedBesideComputeLengthensSomeKnobAndShortensNone) {
+  const hardware::GpuSpec& gpu = sim_->gpu();
+  ASSERT_EQ(gpu.overlap_compute_slowdown, 1);
+  ASSERT_EQ(gpu.overlap_collective_slowdown, 1);
+  hardware::GpuSpec slowed = world().unlimited.gpu();
+  slowed.overlap_collective_slowdown = 2;
+  const SimulatedEvaluator& plain = world().unlimited;
+  const SimulatedEvaluator collective_slowed(slowed);
+  int longer = 0;
+  for (const Partition& p : *partitions_) {
+    for (const auto& slot : p.slots) {
+      const Knob knob{1410, 24, slot.name};
+      const double t = plain.evaluate(p, knob).time_s, u = collective_slowed.evaluate(p, knob).time_s;
+      EXPECT_GE(u, t * (1 - 1e-12)) << p.key << " " << slot.name;
+      longer += u > t * 1.001;
+    }
+  }
+  EXPECT_GT(longer, 0);
+}
+
 }  // namespace
 }  // namespace kareus::evaluate

@@ -220,6 +220,30 @@ TEST_F(BadGpuJson, TheTimeScaleIsOptionalAndPositive) {
   }
 }
 
+TEST_F(BadGpuJson, TheOverlapSlowdownsAreOptionalAndAtLeastOne) {
+  for (const auto& name : gpu_preset_names()) {
+    const GpuSpec gpu = load_gpu_preset(name);  // spec sheets and fits to other data: no overlap factor
+    EXPECT_EQ(gpu.overlap_compute_slowdown, 1) << name;
+    EXPECT_EQ(gpu.overlap_collective_slowdown, 1) << name;
+  }
+  for (const char* field : {"overlap_compute_slowdown", "overlap_collective_slowdown"}) {
+    ordered_json doc = doc_;
+    doc[field] = 1.5;
+    auto path = dir_ / "interfering.json";
+    std::ofstream(path) << doc.dump(2);
+    const GpuSpec gpu = load_gpu_spec(path);
+    EXPECT_EQ(std::string(field) == "overlap_compute_slowdown" ? gpu.overlap_compute_slowdown
+                                                               : gpu.overlap_collective_slowdown,
+              1.5);
+    EXPECT_EQ(to_json(gpu).at(field), 1.5);  // written back only where set
+    EXPECT_FALSE(to_json(load_gpu_preset("a40")).contains(field));
+    for (const ordered_json& bad : {ordered_json(0.99), ordered_json(0), ordered_json(-2), ordered_json("x")}) {
+      doc[field] = bad;
+      EXPECT_EQ(error_of(doc).first, field) << bad;
+    }
+  }
+}
+
 TEST_F(BadGpuJson, SyntaxErrorHasLineAndColumn) {
   try {
     auto path = dir_ / "broken.json";

@@ -186,6 +186,13 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
       // gets its proportional share and runs at that share of its speed.
       const double demand = op_hbm_bps + coll_hbm_bps;
       ph.share = demand > hbm_bps_ ? hbm_bps_ / demand : 1.0;
+      // The GPU's measured interference, on top of that share: slower, so asking for less, never
+      // leaving the other more.
+      const bool both = moving && op_running;
+      const double op_slowdown = both ? gpu_.overlap_compute_slowdown : 1.0;
+      const double coll_slowdown = both ? gpu_.overlap_collective_slowdown : 1.0;
+      ph.op_time_s *= op_slowdown;
+      ph.coll_link_bps /= coll_slowdown;
       ph.dt_op = op_running ? op_left * ph.op_time_s / ph.share : kInf;
       ph.dt_coll = !coll_active ? kInf : (moving ? coll_bytes / (ph.coll_link_bps * ph.share) : coll_latency_s);
       if (op_running) {
@@ -193,7 +200,7 @@ void SimulatedEvaluator::run(const workload::Partition& partition, double freq_m
         ph.activity.compute_intensity = std::min(1.0, op_eff * compute_time_s * ph.share / ph.op_time_s);
       }
       if (coll_active) ph.activity.comm_sm_fraction = sms / all_sms;
-      ph.activity.hbm_bytes_per_s = demand * ph.share;
+      ph.activity.hbm_bytes_per_s = (op_hbm_bps / op_slowdown + coll_hbm_bps / coll_slowdown) * ph.share;
       ph.activity.link_bytes_per_s = 2 * ph.coll_link_bps * ph.share;  // sends and receives as much
       ph.power_w = hardware::power_w(gpu_, f, ph.activity);
       return ph;

@@ -11,7 +11,16 @@
 // proportional to the clock. Its HBM traffic
 // (a few bytes per byte on the wire) contends with the op beside it: when the two together ask
 // for more than the HBM delivers, both slow in proportion, which is why a collective beside a
-// memory-bound op costs more than beside a GEMM. The partition ends when both are done. Energy
+// memory-bound op costs more than beside a GEMM. Beyond that, where a GPU file carries measured
+// interference (hardware::GpuSpec::overlap_compute_slowdown and overlap_collective_slowdown, 1
+// unless `kareus hw fit --partitions` fitted them), each compute kernel beside the moving
+// collective takes that factor longer and the collective moves that factor slower, at the power of
+// the same work spread over the longer time. No preset carries a factor other than 1: the public
+// measurements (NVIDIA/nccl#1428: an A100 GEMM 1.76x slower beside an all-gather, SM loss
+// included; parasailteam/coconet#6: an all-reduce 1.9x slower beside a GEMM; Lee et al.,
+// arXiv:2507.03114: compute 18.9% slower on average) disagree by more than the effect on the
+// Kareus cluster's plans, so the factors are the cluster's to measure. The partition ends when
+// both are done. Energy
 // integrates hardware::power_w over the timeline's phases. The sequential knob ("none") is the
 // compute alone with every SM, then the collective alone, back to back, with the segment un-split
 // (workload::unsplit: one kernel per op over both nanobatches' tokens, half charged to each).

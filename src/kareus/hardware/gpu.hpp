@@ -70,6 +70,14 @@ struct GpuSpec {
   // boards lose to the public benchmark figures the model is built from, without saying why.
   // 1 where nothing was measured; `kareus hw fit --plans` sets it from measured plans.
   double time_scale = 1;
+  // What a collective and the compute beside it cost each other beyond the model's SM stealing
+  // and HBM sharing (L2 and memory-pipeline contention, the collective's flag polling under load;
+  // public measurements of it disagree, see evaluate/simulated.hpp): while both run, each compute
+  // kernel takes overlap_compute_slowdown times as long and the collective moves its bytes
+  // overlap_collective_slowdown times as slowly. 1 (none) unless fitted to partitions measured on
+  // the cluster (`kareus hw fit --partitions`).
+  double overlap_compute_slowdown = 1;
+  double overlap_collective_slowdown = 1;
   PowerModel power;
   nlohmann::ordered_json calibration;  // how the power model was fitted; null for spec-only ones
 
@@ -127,7 +135,8 @@ double power_capped_clock_mhz(const GpuSpec& gpu, double freq_mhz, PowerAt&& pow
 // "peak_bf16_tflops", "hbm_bandwidth_gb_per_s", "nvlink_bandwidth_gb_per_s_per_direction";
 // "sm_clocks_mhz" is a list or {"min", "max", "step"}; "power_model" holds PowerModel's fields;
 // "calibration" is optional; "power_limit_w" is optional (default: "tdp_w"); "time_scale" is
-// optional (default 1). Unknown fields are errors (a misspelt field would else be ignored).
+// optional (default 1), as are "overlap_compute_slowdown" and "overlap_collective_slowdown" (at
+// least 1; default 1). Unknown fields are errors (a misspelt field would else be ignored).
 
 // Names of the bundled presets, data_dir()/gpus/*.json, sorted.
 std::vector<std::string> gpu_preset_names();

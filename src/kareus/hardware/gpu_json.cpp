@@ -206,6 +206,11 @@ void validate(const GpuSpec& gpu, const std::string& source) {
                                       gpu.power_limit_w));
   }
   positive("time_scale", gpu.time_scale);
+  for (auto [field, value] : {std::pair{"overlap_compute_slowdown", gpu.overlap_compute_slowdown},
+                              std::pair{"overlap_collective_slowdown", gpu.overlap_collective_slowdown}}) {
+    // Interference only slows: below 1 the overlap would beat the parts it is made of.
+    if (!(std::isfinite(value) && value >= 1)) fail(field, fmt::format("must be at least 1, got {}", value));
+  }
   const PowerModel& p = gpu.power;
   if (!(p.knee_clock_mhz >= gpu.min_clock_mhz() && p.knee_clock_mhz <= gpu.max_clock_mhz)) {
     fail("power_model.knee_clock_mhz",
@@ -255,6 +260,9 @@ GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
   gpu.power_limit_w = f.find("power_limit_w") ? f.positive("power_limit_w") : gpu.tdp_w;
   gpu.static_power_w = f.non_negative("static_power_w");
   if (f.find("time_scale")) gpu.time_scale = f.positive("time_scale");
+  if (f.find("overlap_compute_slowdown")) gpu.overlap_compute_slowdown = f.positive("overlap_compute_slowdown");
+  if (f.find("overlap_collective_slowdown"))
+    gpu.overlap_collective_slowdown = f.positive("overlap_collective_slowdown");
   gpu.power = read_power_model(f.require("power_model"), source);
   if (const json* calibration = f.find("calibration")) {
     if (!calibration->is_object()) f.fail("calibration", "expected a JSON object");
@@ -344,6 +352,9 @@ json to_json(const GpuSpec& gpu) {
   };
   if (gpu.l2_bytes_per_clock > 0) doc["l2_bandwidth_bytes_per_clock"] = number_json(gpu.l2_bytes_per_clock);
   if (gpu.time_scale != 1) doc["time_scale"] = number_json(gpu.time_scale);
+  if (gpu.overlap_compute_slowdown != 1) doc["overlap_compute_slowdown"] = number_json(gpu.overlap_compute_slowdown);
+  if (gpu.overlap_collective_slowdown != 1)
+    doc["overlap_collective_slowdown"] = number_json(gpu.overlap_collective_slowdown);
   if (!gpu.calibration.is_null()) doc["calibration"] = gpu.calibration;
   return doc;
 }
