@@ -173,6 +173,56 @@ TEST_F(HwCli, FitPlansWritesTheTimeScaleThatCheckHolds) {
   expect_one_line_error(run("hw fit --base-gpu a100-sxm4-40gb --out " + out), "--profile");
 }
 
+// The real producer's output: a fake-device profile of a board whose overlap is 1.3x / 1.8x
+// slower than the plain preset's (the fake GPU runs the simulated model of the file it is given)
+// fits back to those factors from the plain preset, and hw show reports them.
+TEST_F(HwCli, FitPartitionsRecoversTheOverlapOfTheBoardThatMeasuredThem) {
+  auto board = nlohmann::json::parse(slurp(std::string(KAREUS_DATA_DIR) + "/gpus/a100-sxm4-40gb.json"));
+  board["name"] = "interfering";
+  board["overlap_compute_slowdown"] = 1.3;
+  board["overlap_collective_slowdown"] = 1.8;
+  const std::string board_file = write("interfering.json", board.dump());
+  const std::string prof = path("prof");
+  CliResult p = run("profile --device fake --gpu " + board_file +
+                    " --mode exhaustive --partition fwd_mlp,bwd_attn --clocks 1110:1410:300 --sms 16,32 --slots 2"
+                    " --window 0.05 --warmup 0 --cool-down 0 --out " + prof);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string out = path("fitted.json");
+  CliResult r = run("hw fit --base-gpu a100-sxm4-40gb --partitions " + prof + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("16 overlapped knob(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("interfering, gpu:fake"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_match(last_line(r.out), std::regex(R"(ratio_err_median=0\.00 \(before \d+\.\d\d\))")))
+      << r.out;
+  const hardware::GpuSpec fitted = hardware::load_gpu_spec(out);
+  EXPECT_NEAR(fitted.overlap_compute_slowdown, 1.3, 1e-4);
+  EXPECT_NEAR(fitted.overlap_collective_slowdown, 1.8, 1e-4);
+  EXPECT_EQ(fitted.calibration.at("overlap").at("pairs"), 16);
+  // Everything else is the base's.
+  const hardware::GpuSpec preset = hardware::load_gpu_preset("a100-sxm4-40gb");
+  EXPECT_EQ(fitted.power, preset.power);
+  EXPECT_EQ(fitted.time_scale, preset.time_scale);
+  CliResult show = run("hw show --gpu " + out);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("compute 1.3000x slower beside a moving collective"), std::string::npos) << show.out;
+
+  expect_one_line_error(run("hw fit --base-gpu a100-sxm4-40gb --partitions " + path("none") + " --out " + out),
+                        "is not a directory");
+  std::filesystem::create_directories(path("empty"));
+  expect_one_line_error(run("hw fit --base-gpu a100-sxm4-40gb --partitions " + path("empty") + " --out " + out),
+                        "holds no *.journal.jsonl");
+  // The same journal with its sequential knobs only: nothing overlapped to fit.
+  std::istringstream journal(slurp(prof + "/fwd_mlp.journal.jsonl"));
+  std::string sequential, line;
+  while (std::getline(journal, line)) {
+    if (!contains(line, "\"overlap_start\"") || contains(line, "\"overlap_start\":\"none\"")) sequential += line + "\n";
+  }
+  std::filesystem::create_directories(path("seq"));
+  write("seq/fwd_mlp.journal.jsonl", sequential);
+  expect_one_line_error(run("hw fit --base-gpu a100-sxm4-40gb --partitions " + path("seq") + " --out " + out),
+                        "no overlapped knob");
+}
+
 TEST_F(HwCli, CheckNeedsProfilesOrPlansButNotBoth) {
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb"), "--profile");
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --plans " + kPlans + " --profile " + kProfiles +

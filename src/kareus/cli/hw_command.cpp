@@ -4,7 +4,10 @@
 //   hw check --gpu NAME --plans F      measured plans (a clock per instruction) on the simulated GPU
 //   hw fit --base-gpu NAME --profile F --out G.json   calibrate the power model to a profile
 //   hw fit --base-gpu NAME --plans F --out G.json     and/or the time scale to measured plans
+//   hw fit --base-gpu NAME --partitions DIR --out G.json   and/or overlap's interference to
+//                                                          partitions kareus profile measured
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <map>
@@ -18,6 +21,7 @@
 #include "kareus/hardware/calibration.hpp"
 #include "kareus/hardware/gpu.hpp"
 #include "kareus/hardware/stage_model.hpp"
+#include "kareus/planner/overlap_fit.hpp"
 #include "kareus/planner/plan_check.hpp"
 
 namespace kareus::cli {
@@ -27,6 +31,7 @@ struct HwFlags {
   std::string gpu;
   std::vector<std::string> profiles;
   std::vector<std::string> plans;
+  std::vector<std::string> partitions;  // kareus profile output directories
   std::string plan_clocks;
   std::optional<double> power_limit_w;
   std::string base_gpu;
@@ -92,6 +97,11 @@ int run_show(const HwFlags& flags) {
                "measured plans, see calibration)\n",
                "time scale", gpu.time_scale);
   }
+  if (gpu.overlap_compute_slowdown != 1 || gpu.overlap_collective_slowdown != 1) {
+    fmt::print("  {:<18} compute {:.4f}x slower beside a moving collective, the collective {:.4f}x slower beside "
+               "compute (measured partitions, see calibration)\n",
+               "overlap", gpu.overlap_compute_slowdown, gpu.overlap_collective_slowdown);
+  }
   fmt::print("  {:<18} V {:.3f} V up to {:g} MHz, linear to {:.3f} V at {:g} MHz\n", "voltage",
              p.v_min_v, p.knee_clock_mhz, p.v_max_v, gpu.max_clock_mhz);
   fmt::print("  {:<18} C_compute {:.4g} nF, C_copy {:.4g} nF, C_idle {:.4g} nF (P = C V^2 f)\n",
@@ -115,6 +125,13 @@ int run_show(const HwFlags& flags) {
                  "", t.value("fitted_plans", 0), t.value("checked_plans", 0), t.value("time_err_median_pct", 0.0),
                  t.value("energy_err_median_pct", 0.0), t.value("time_err_median_pct_at_scale_1", 0.0),
                  t.value("energy_err_median_pct_at_scale_1", 0.0));
+    }
+    if (c.contains("overlap")) {
+      const auto& o = c.at("overlap");
+      fmt::print("  {:<18} overlap from {} measured knob pairs (overlapped over sequential time at one clock); "
+                 "median error of that ratio {:.2f}% (before: {:.2f}%)\n",
+                 "", o.value("pairs", 0), o.value("ratio_err_median_pct", 0.0),
+                 o.value("ratio_err_median_pct_before", 0.0));
     }
   }
 
@@ -302,14 +319,59 @@ std::string fit_time_scale(const HwFlags& flags, hardware::GpuSpec& gpu, const s
   return planner::summary_line(after);
 }
 
+// Fits overlap's interference factors of `gpu` to partitions measured by kareus profile
+// (planner::fit_overlap), prints each knob pair and records the fit in its calibration.
+// Returns the summary line of the ratios under the fitted factors.
+std::string fit_overlap(const HwFlags& flags, hardware::GpuSpec& gpu, const std::string& command) {
+  std::vector<planner::MeasuredPartition> measured;
+  std::set<std::string> measured_on;
+  for (const auto& dir : flags.partitions) {
+    for (auto& m : planner::read_measured_partitions(dir)) {
+      measured_on.insert(m.measured_on);
+      measured.push_back(std::move(m));
+    }
+  }
+  const planner::OverlapFit fit = planner::fit_overlap(gpu, measured);
+  fmt::print("Fitted overlap's interference on {} to {} overlapped knob(s) measured with their sequential knob at the "
+             "same clock ({}; {} model evaluations)\n",
+             gpu.name, fit.pairs.size(), fmt::join(measured_on, "; "), fit.evaluations);
+  fmt::print("  compute {:.4f}x slower beside a moving collective, the collective {:.4f}x slower beside compute\n",
+             fit.compute_slowdown, fit.collective_slowdown);
+  fmt::print("  {:<14} {:>9} {:>4} {:<10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "partition", "freq_mhz", "sms", "slot",
+             "measured", "model_before", "err", "model_after", "err");
+  for (const auto& p : fit.pairs) {
+    fmt::print("  {:<14} {:>9g} {:>4} {:<10} {:>10.4f} {:>12.4f} {:>+8.2f}% {:>12.4f} {:>+8.2f}%\n", p.partition,
+               p.knob.freq_mhz, p.knob.sms, p.knob.slot, p.measured_ratio, p.model_ratio_before, 100 * p.err_before(),
+               p.model_ratio_after, 100 * p.err_after());
+  }
+  gpu.overlap_compute_slowdown = fit.compute_slowdown;
+  gpu.overlap_collective_slowdown = fit.collective_slowdown;
+  if (gpu.calibration.is_null()) gpu.calibration = nlohmann::ordered_json::object();
+  gpu.calibration["overlap"] = {
+      {"method",
+       "least squared log error of each overlapped knob's measured time over its partition's sequential knob at the "
+       "same clock, against the model's same ratio; both factors in [1, 4]"},
+      {"partitions", flags.partitions},
+      {"measured_on", std::vector<std::string>(measured_on.begin(), measured_on.end())},
+      {"pairs", fit.pairs.size()},
+      {"ratio_err_median_pct_before", 100 * fit.err_median_before},
+      {"ratio_err_median_pct", 100 * fit.err_median_after},
+      {"command", command}};
+  return fmt::format("ratio_err_median={:.2f} (before {:.2f})", 100 * fit.err_median_after,
+                     100 * fit.err_median_before);
+}
+
 int run_fit(const HwFlags& flags) {
-  if (flags.profiles.empty() && flags.plans.empty()) {
-    throw InputError({"", 0, 0, "--profile"}, "give --profile (to fit the power model), --plans (the time scale) or both");
+  if (flags.profiles.empty() && flags.plans.empty() && flags.partitions.empty()) {
+    throw InputError({"", 0, 0, "--profile"},
+                     "give --profile (to fit the power model), --plans (the time scale), --partitions (overlap's "
+                     "interference) or several");
   }
   hardware::GpuSpec gpu = hardware::load_gpu(flags.base_gpu);
   std::string command = "kareus hw fit --base-gpu " + shell_quote(flags.base_gpu);
   for (const auto& p : flags.profiles) command += " --profile " + shell_quote(p);
   for (const auto& p : flags.plans) command += " --plans " + shell_quote(p);
+  for (const auto& p : flags.partitions) command += " --partitions " + shell_quote(p);
   if (!flags.plan_clocks.empty()) command += " --plan-clocks " + shell_quote(flags.plan_clocks);
   if (!flags.name.empty()) command += " --name " + shell_quote(flags.name);
   if (!flags.display_name.empty()) command += " --display-name " + shell_quote(flags.display_name);
@@ -319,10 +381,14 @@ int run_fit(const HwFlags& flags) {
   std::vector<std::string> summaries;  // printed last, as hw check prints them
   if (!flags.profiles.empty()) {
     const auto curves = read_profiles(flags.profiles);
-    // The power fit compares shapes: the time scale and its record stay.
+    // The power fit compares shapes: the time scale, the overlap factors and their records stay.
     const double time_scale = gpu.time_scale;
-    const auto time_scale_record = gpu.calibration.is_object() ? gpu.calibration.value("time_scale", nlohmann::ordered_json())
-                                                               : nlohmann::ordered_json();
+    const double overlap_compute = gpu.overlap_compute_slowdown, overlap_collective = gpu.overlap_collective_slowdown;
+    auto record = [&](const char* key) {
+      return gpu.calibration.is_object() ? gpu.calibration.value(key, nlohmann::ordered_json())
+                                         : nlohmann::ordered_json();
+    };
+    const auto time_scale_record = record("time_scale"), overlap_record = record("overlap");
     hardware::FitResult fit = hardware::fit_power_model(gpu, curves);
     const hardware::PowerModel& p = fit.gpu.power;
     fmt::print("Fitted the power model of {} to {} measured curve(s) ({} model evaluations)\n", gpu.name,
@@ -335,11 +401,16 @@ int run_fit(const HwFlags& flags) {
     summaries.push_back(hardware::summary_line(fit.check.summary));
     gpu = std::move(fit.gpu);
     gpu.time_scale = time_scale;
+    gpu.overlap_compute_slowdown = overlap_compute;
+    gpu.overlap_collective_slowdown = overlap_collective;
     gpu.calibration["command"] = command;
     if (!time_scale_record.is_null()) gpu.calibration["time_scale"] = time_scale_record;
+    if (!overlap_record.is_null()) gpu.calibration["overlap"] = overlap_record;
   }
   // After the power fit: where the power limit throttles, a plan's time depends on the power model.
   if (!flags.plans.empty()) summaries.push_back(fit_time_scale(flags, gpu, command));
+  // A ratio at one clock: the time scale cancels in it; the power model does not (the limit).
+  if (!flags.partitions.empty()) summaries.push_back(fit_overlap(flags, gpu, command));
 
   if (!flags.name.empty()) gpu.name = flags.name;
   if (!flags.display_name.empty()) gpu.display_name = flags.display_name;
@@ -377,8 +448,8 @@ Action register_hw(CLI::App& app) {
 
   CLI::App* fit = hw->add_subcommand(
       "fit",
-      "Fit a GPU's power model to measured stage profiles, and/or its time scale to measured plans, and write a "
-      "calibrated GPU JSON");
+      "Fit a GPU's power model to measured stage profiles, its time scale to measured plans and/or overlap's "
+      "interference to measured partitions, and write a calibrated GPU JSON");
   fit->add_option("--base-gpu", flags->base_gpu,
                   "GPU whose spec sheet the fitted GPU keeps: " + gpu_help)
       ->required();
@@ -389,6 +460,10 @@ Action register_hw(CLI::App& app) {
                   "Fit the time scale to these measured plans (as hw check --plans takes them): the median over the "
                   "Megatron-LM and Perseus plans of measured over model time (repeatable)");
   fit->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
+  fit->add_option("--partitions", flags->partitions,
+                  "Fit overlap's interference (a compute and a collective slowdown while both run) to the partitions "
+                  "kareus profile measured into this --out directory: each overlapped knob's time over its "
+                  "sequential knob's at the same clock (repeatable)");
   fit->add_option("--out", flags->out, "GPU JSON file to write")->required();
   fit->add_option("--name", flags->name, "Preset id of the fitted GPU (default: the base's)");
   fit->add_option("--display-name", flags->display_name, "Display name (default: the base's)");
