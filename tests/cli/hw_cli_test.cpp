@@ -202,6 +202,17 @@ TEST_F(HwCli, FitPartitionsRecoversTheOverlapOfTheBoardThatMeasuredThem) {
   const hardware::GpuSpec preset = hardware::load_gpu_preset("a100-sxm4-40gb");
   EXPECT_EQ(fitted.power, preset.power);
   EXPECT_EQ(fitted.time_scale, preset.time_scale);
+  // Held, not fitted: the fitted file explains the measurements, the plain preset does not.
+  CliResult held = run("hw check --gpu " + out + " --partitions " + prof);
+  ASSERT_EQ(held.exit_code, 0) << held.err;
+  EXPECT_EQ(last_line(held.out), "ratio_err_median=0.00") << held.out;
+  CliResult plain = run("hw check --gpu a100-sxm4-40gb --partitions " + prof);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::smatch m;
+  const std::string plain_last = last_line(plain.out);
+  ASSERT_TRUE(std::regex_match(plain_last, m, std::regex(R"(ratio_err_median=(\d+\.\d\d))"))) << plain.out;
+  EXPECT_GT(std::stod(m[1]), 5.0);
+  expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --partitions " + prof + " --plans " + kPlans), "give one");
   CliResult show = run("hw show --gpu " + out);
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("compute 1.3000x slower beside a moving collective"), std::string::npos) << show.out;

@@ -2,6 +2,7 @@
 //   hw show --gpu NAME                 the preset and its model curves
 //   hw check --gpu NAME --profile F    the model's shapes against a measured stage profile
 //   hw check --gpu NAME --plans F      measured plans (a clock per instruction) on the simulated GPU
+//   hw check --gpu NAME --partitions DIR   overlapped over sequential time of measured partitions
 //   hw fit --base-gpu NAME --profile F --out G.json   calibrate the power model to a profile
 //   hw fit --base-gpu NAME --plans F --out G.json     and/or the time scale to measured plans
 //   hw fit --base-gpu NAME --partitions DIR --out G.json   and/or overlap's interference to
@@ -259,13 +260,62 @@ int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
   return 0;
 }
 
+// The partitions of every --partitions directory, and what their journals were measured on.
+std::pair<std::vector<planner::MeasuredPartition>, std::set<std::string>> read_partitions(const HwFlags& flags) {
+  std::vector<planner::MeasuredPartition> measured;
+  std::set<std::string> measured_on;
+  for (const auto& dir : flags.partitions) {
+    for (auto& m : planner::read_measured_partitions(dir)) {
+      measured_on.insert(m.measured_on);
+      measured.push_back(std::move(m));
+    }
+  }
+  return {std::move(measured), std::move(measured_on)};
+}
+
+// Each knob pair's measured ratio and the model's, before and after a fit (the same for a check).
+void print_overlap_pairs(const std::vector<planner::OverlapPair>& pairs, bool fitted) {
+  if (fitted) {
+    fmt::print("  {:<14} {:>9} {:>4} {:<10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "partition", "freq_mhz", "sms",
+               "slot", "measured", "model_before", "err", "model_after", "err");
+  } else {
+    fmt::print("  {:<14} {:>9} {:>4} {:<10} {:>10} {:>12} {:>9}\n", "partition", "freq_mhz", "sms", "slot",
+               "measured", "model", "err");
+  }
+  for (const auto& p : pairs) {
+    fmt::print("  {:<14} {:>9g} {:>4} {:<10} {:>10.4f} {:>12.4f} {:>+8.2f}%", p.partition, p.knob.freq_mhz, p.knob.sms,
+               p.knob.slot, p.measured_ratio, p.model_ratio_before, 100 * p.err_before());
+    if (fitted) fmt::print(" {:>12.4f} {:>+8.2f}%", p.model_ratio_after, 100 * p.err_after());
+    fmt::print("\n");
+  }
+}
+
+int run_check_partitions(const HwFlags& flags, const hardware::GpuSpec& gpu) {
+  const auto [measured, measured_on] = read_partitions(flags);
+  const planner::OverlapCheck check = planner::check_overlap(gpu, measured);
+  fmt::print("Overlap check of {} (compute {:.4f}x, collective {:.4f}x slower while both run) against {} overlapped "
+             "knob(s) measured with their sequential knob at the same clock ({}): each knob's time over the "
+             "sequential knob's, measured and on the model; nothing fitted\n",
+             gpu.name, gpu.overlap_compute_slowdown, gpu.overlap_collective_slowdown, check.pairs.size(),
+             fmt::join(measured_on, "; "));
+  print_overlap_pairs(check.pairs, false);
+  fmt::print("ratio_err_median={:.2f}\n", 100 * check.err_median);
+  return 0;
+}
+
 int run_check(const HwFlags& flags) {
   const hardware::GpuSpec gpu = load_limited(flags);
+  const int given = !flags.plans.empty() + !flags.profiles.empty() + !flags.partitions.empty();
+  if (given > 1) {
+    throw InputError({"", 0, 0, flags.plans.empty() ? "--partitions" : "--plans"},
+                     "--profile, --plans and --partitions check different things; give one");
+  }
+  if (!flags.partitions.empty()) return run_check_partitions(flags, gpu);
   if (!flags.plans.empty()) {
-    if (!flags.profiles.empty()) throw InputError({"", 0, 0, "--plans"}, "--plans and --profile check different things; give one");
     return run_check_plans(flags, gpu);
   }
-  if (flags.profiles.empty()) throw InputError({"", 0, 0, "--profile"}, "give --profile (stage profiles) or --plans");
+  if (flags.profiles.empty())
+    throw InputError({"", 0, 0, "--profile"}, "give --profile (stage profiles), --plans or --partitions");
   const auto curves = read_profiles(flags.profiles);
   const hardware::ShapeCheck check = hardware::check_shape(gpu, curves);
   fmt::print(
@@ -323,27 +373,14 @@ std::string fit_time_scale(const HwFlags& flags, hardware::GpuSpec& gpu, const s
 // (planner::fit_overlap), prints each knob pair and records the fit in its calibration.
 // Returns the summary line of the ratios under the fitted factors.
 std::string fit_overlap(const HwFlags& flags, hardware::GpuSpec& gpu, const std::string& command) {
-  std::vector<planner::MeasuredPartition> measured;
-  std::set<std::string> measured_on;
-  for (const auto& dir : flags.partitions) {
-    for (auto& m : planner::read_measured_partitions(dir)) {
-      measured_on.insert(m.measured_on);
-      measured.push_back(std::move(m));
-    }
-  }
+  const auto [measured, measured_on] = read_partitions(flags);
   const planner::OverlapFit fit = planner::fit_overlap(gpu, measured);
   fmt::print("Fitted overlap's interference on {} to {} overlapped knob(s) measured with their sequential knob at the "
              "same clock ({}; {} model evaluations)\n",
              gpu.name, fit.pairs.size(), fmt::join(measured_on, "; "), fit.evaluations);
   fmt::print("  compute {:.4f}x slower beside a moving collective, the collective {:.4f}x slower beside compute\n",
              fit.compute_slowdown, fit.collective_slowdown);
-  fmt::print("  {:<14} {:>9} {:>4} {:<10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "partition", "freq_mhz", "sms", "slot",
-             "measured", "model_before", "err", "model_after", "err");
-  for (const auto& p : fit.pairs) {
-    fmt::print("  {:<14} {:>9g} {:>4} {:<10} {:>10.4f} {:>12.4f} {:>+8.2f}% {:>12.4f} {:>+8.2f}%\n", p.partition,
-               p.knob.freq_mhz, p.knob.sms, p.knob.slot, p.measured_ratio, p.model_ratio_before, 100 * p.err_before(),
-               p.model_ratio_after, 100 * p.err_after());
-  }
+  print_overlap_pairs(fit.pairs, true);
   gpu.overlap_compute_slowdown = fit.compute_slowdown;
   gpu.overlap_collective_slowdown = fit.collective_slowdown;
   if (gpu.calibration.is_null()) gpu.calibration = nlohmann::ordered_json::object();
@@ -436,7 +473,7 @@ Action register_hw(CLI::App& app) {
   show->add_option("--power-limit", flags->power_limit_w, limit_help);
 
   CLI::App* check = hw->add_subcommand(
-      "check", "Hold a GPU's model against measured stage profiles or measured plans (fits nothing)");
+      "check", "Hold a GPU's model against measured stage profiles, measured plans or measured partitions (fits nothing)");
   check->add_option("--gpu", flags->gpu, gpu_help)->required();
   check->add_option("--profile", flags->profiles,
                     "CSV with columns stage,instruction,frequency,time,energy (repeatable)");
@@ -445,6 +482,9 @@ Action register_hw(CLI::App& app) {
                     "plan_clocks.csv beside it) or a kareus-plan JSON of a baseline method (repeatable)");
   check->add_option("--power-limit", flags->power_limit_w, limit_help);
   check->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
+  check->add_option("--partitions", flags->partitions,
+                    "Partitions kareus profile measured into this --out directory: each overlapped knob's time over "
+                    "its sequential knob's at the same clock, measured and on the model (repeatable)");
 
   CLI::App* fit = hw->add_subcommand(
       "fit",

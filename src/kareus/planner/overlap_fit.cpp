@@ -124,8 +124,10 @@ std::vector<MeasuredPartition> read_measured_partitions(const std::filesystem::p
   return out;
 }
 
-OverlapFit fit_overlap(const hardware::GpuSpec& base, std::span<const MeasuredPartition> measured) {
-  const evaluate::SimulatedEvaluator base_sim(base);
+namespace {
+
+std::vector<Pairing> pairings(const hardware::GpuSpec& gpu, std::span<const MeasuredPartition> measured) {
+  const evaluate::SimulatedEvaluator sim(gpu);
   std::vector<Pairing> pairs;
   for (const MeasuredPartition& m : measured) {
     if (!m.partition.collective) continue;  // nothing to overlap
@@ -141,8 +143,7 @@ OverlapFit fit_overlap(const hardware::GpuSpec& base, std::span<const MeasuredPa
       for (const search::Measurement* s : seq->second) seq_time_s += s->time_s;
       seq_time_s /= static_cast<double>(seq->second.size());
       const workload::Knob& seq_knob = seq->second.front()->knob;
-      pairs.push_back({&m.partition, o.knob, o.time_s / seq_time_s,
-                       base_sim.evaluate(m.partition, seq_knob).time_s});
+      pairs.push_back({&m.partition, o.knob, o.time_s / seq_time_s, sim.evaluate(m.partition, seq_knob).time_s});
     }
   }
   if (pairs.empty()) {
@@ -150,7 +151,27 @@ OverlapFit fit_overlap(const hardware::GpuSpec& base, std::span<const MeasuredPa
                      "no overlapped knob was measured together with its partition's sequential knob at the same "
                      "clock (kareus profile --mode exhaustive measures both)");
   }
+  return pairs;
+}
 
+}  // namespace
+
+OverlapCheck check_overlap(const hardware::GpuSpec& gpu, std::span<const MeasuredPartition> measured) {
+  const std::vector<Pairing> pairs = pairings(gpu, measured);
+  Objective objective{&gpu, &pairs};
+  const std::vector<double> model = objective.model_ratios(gpu.overlap_compute_slowdown, gpu.overlap_collective_slowdown);
+  OverlapCheck check;
+  std::vector<double> errs;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    check.pairs.push_back({pairs[i].partition->key, pairs[i].knob, pairs[i].measured_ratio, model[i], model[i]});
+    errs.push_back(check.pairs.back().err_after());
+  }
+  check.err_median = median_abs(errs);
+  return check;
+}
+
+OverlapFit fit_overlap(const hardware::GpuSpec& base, std::span<const MeasuredPartition> measured) {
+  const std::vector<Pairing> pairs = pairings(base, measured);
   Objective objective{&base, &pairs};
   // A coarse grid first (the timeline's waves and phases make the objective kinked), then a
   // local search from its best point.

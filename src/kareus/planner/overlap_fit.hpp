@@ -59,9 +59,17 @@ struct OverlapFit {
   int evaluations = 0;
 };
 
-// Fits both factors of `base` (its other fields kept) to the pairs `measured` holds: every
-// overlapped measurement with a sequential one of its partition at the same clock (their mean
-// time where there are several). InputError when there is no pair.
+// The pairs `measured` holds: every overlapped measurement with a sequential one of its partition
+// at the same clock (their mean time where there are several), the model at `gpu`'s factors in
+// both model ratios; and their median |err|. Fits nothing. InputError when there is no pair.
+struct OverlapCheck {
+  std::vector<OverlapPair> pairs;
+  double err_median = 0;
+};
+OverlapCheck check_overlap(const hardware::GpuSpec& gpu, std::span<const MeasuredPartition> measured);
+
+// Fits both factors of `base` (its other fields kept) to the pairs check_overlap finds; "before"
+// is the model at the base's factors. InputError when there is no pair.
 OverlapFit fit_overlap(const hardware::GpuSpec& base, std::span<const MeasuredPartition> measured);
 
 }  // namespace kareus::planner
