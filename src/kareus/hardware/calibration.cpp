@@ -11,20 +11,11 @@
 
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
+#include "kareus/core/median.hpp"
 #include "kareus/hardware/stage_model.hpp"
 
 namespace kareus::hardware {
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<long>(mid), values.end());
-  double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  double lower = *std::max_element(values.begin(), values.begin() + static_cast<long>(mid));
-  return (lower + upper) / 2;
-}
 
 // Model time and power at every clock the curves use, evaluated once per clock.
 std::map<double, StageSample> model_samples(const GpuSpec& gpu,

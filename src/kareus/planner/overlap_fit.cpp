@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/median.hpp"
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/search/journal.hpp"
 #include "kareus/workload/model.hpp"
@@ -45,9 +45,7 @@ std::vector<workload::Partition> header_partitions(const nlohmann::json& id, con
 
 double median_abs(std::vector<double> v) {
   for (double& x : v) x = std::abs(x);
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+  return median(std::move(v));
 }
 
 struct Pairing {
@@ -87,6 +85,34 @@ double nlopt_objective(unsigned, const double* x, double*, void* data) {
   return (*static_cast<Objective*>(data))(x[0], x[1]);
 }
 
+std::vector<Pairing> pairings(const hardware::GpuSpec& gpu, std::span<const MeasuredPartition> measured) {
+  const evaluate::SimulatedEvaluator sim(gpu);
+  std::vector<Pairing> pairs;
+  for (const MeasuredPartition& m : measured) {
+    if (!m.partition.collective) continue;  // nothing to overlap
+    std::map<double, std::vector<const search::Measurement*>> sequential;  // by clock
+    for (const auto& s : m.measurements) {
+      if (s.knob.sequential()) sequential[s.knob.freq_mhz].push_back(&s);
+    }
+    for (const auto& o : m.measurements) {
+      if (o.knob.sequential()) continue;
+      const auto seq = sequential.find(o.knob.freq_mhz);
+      if (seq == sequential.end()) continue;
+      double seq_time_s = 0;
+      for (const search::Measurement* s : seq->second) seq_time_s += s->time_s;
+      seq_time_s /= static_cast<double>(seq->second.size());
+      const workload::Knob& seq_knob = seq->second.front()->knob;
+      pairs.push_back({&m.partition, o.knob, o.time_s / seq_time_s, sim.evaluate(m.partition, seq_knob).time_s});
+    }
+  }
+  if (pairs.empty()) {
+    throw InputError({"", 0, 0, "--partitions"},
+                     "no overlapped knob was measured together with its partition's sequential knob at the same "
+                     "clock (kareus profile --mode exhaustive measures both)");
+  }
+  return pairs;
+}
+
 }  // namespace
 
 std::vector<MeasuredPartition> read_measured_partitions(const std::filesystem::path& dir) {
@@ -123,38 +149,6 @@ std::vector<MeasuredPartition> read_measured_partitions(const std::filesystem::p
   }
   return out;
 }
-
-namespace {
-
-std::vector<Pairing> pairings(const hardware::GpuSpec& gpu, std::span<const MeasuredPartition> measured) {
-  const evaluate::SimulatedEvaluator sim(gpu);
-  std::vector<Pairing> pairs;
-  for (const MeasuredPartition& m : measured) {
-    if (!m.partition.collective) continue;  // nothing to overlap
-    std::map<double, std::vector<const search::Measurement*>> sequential;  // by clock
-    for (const auto& s : m.measurements) {
-      if (s.knob.sequential()) sequential[s.knob.freq_mhz].push_back(&s);
-    }
-    for (const auto& o : m.measurements) {
-      if (o.knob.sequential()) continue;
-      const auto seq = sequential.find(o.knob.freq_mhz);
-      if (seq == sequential.end()) continue;
-      double seq_time_s = 0;
-      for (const search::Measurement* s : seq->second) seq_time_s += s->time_s;
-      seq_time_s /= static_cast<double>(seq->second.size());
-      const workload::Knob& seq_knob = seq->second.front()->knob;
-      pairs.push_back({&m.partition, o.knob, o.time_s / seq_time_s, sim.evaluate(m.partition, seq_knob).time_s});
-    }
-  }
-  if (pairs.empty()) {
-    throw InputError({"", 0, 0, "--partitions"},
-                     "no overlapped knob was measured together with its partition's sequential knob at the same "
-                     "clock (kareus profile --mode exhaustive measures both)");
-  }
-  return pairs;
-}
-
-}  // namespace
 
 OverlapCheck check_overlap(const hardware::GpuSpec& gpu, std::span<const MeasuredPartition> measured) {
   const std::vector<Pairing> pairs = pairings(gpu, measured);

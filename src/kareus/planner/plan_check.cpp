@@ -8,6 +8,7 @@
 
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
+#include "kareus/core/median.hpp"
 #include "kareus/core/io.hpp"
 
 namespace kareus::planner {
@@ -39,13 +40,6 @@ Key read_key(const CsvTable& t, std::size_t row) {
   };
   return {t.text(row, col("method")), t.text(row, col("model")), positive("tp"), positive("cp"),
           positive("mbs"), positive("seq"), t.integer(row, col("plan"))};
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::string job_label(const Key& k) {
