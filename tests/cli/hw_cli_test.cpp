@@ -213,6 +213,14 @@ TEST_F(HwCli, FitPartitionsRecoversTheOverlapOfTheBoardThatMeasuredThem) {
   ASSERT_TRUE(std::regex_match(plain_last, m, std::regex(R"(ratio_err_median=(\d+\.\d\d))"))) << plain.out;
   EXPECT_GT(std::stod(m[1]), 5.0);
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --partitions " + prof + " --plans " + kPlans), "give one");
+  // A later power fit from that file keeps the overlap factors and their record.
+  const std::string refit = path("refit.json");
+  ASSERT_EQ(run("hw fit --base-gpu " + out + " --profile " + kProfiles + "bloom+a100_sxm_bf16.csv --out " + refit).exit_code,
+            0);
+  const hardware::GpuSpec refitted = hardware::load_gpu_spec(refit);
+  EXPECT_EQ(refitted.overlap_compute_slowdown, fitted.overlap_compute_slowdown);
+  EXPECT_EQ(refitted.overlap_collective_slowdown, fitted.overlap_collective_slowdown);
+  EXPECT_EQ(refitted.calibration.at("overlap"), fitted.calibration.at("overlap"));
   CliResult show = run("hw show --gpu " + out);
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("compute 1.3000x slower beside a moving collective"), std::string::npos) << show.out;
