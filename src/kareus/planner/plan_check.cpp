@@ -8,8 +8,8 @@
 
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
-#include "kareus/core/median.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/core/median.hpp"
 
 namespace kareus::planner {
 namespace {
