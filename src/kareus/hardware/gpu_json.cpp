@@ -8,6 +8,7 @@
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/core/json_fields.hpp"
 #include "kareus/core/paths.hpp"
 #include "kareus/hardware/gpu.hpp"
 
@@ -16,71 +17,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// Reads fields of one JSON object, remembering which it used so unknown (misspelt) keys are caught.
-class Fields {
- public:
-  Fields(const json& object, std::string source, std::string prefix)
-      : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {
-    if (!object_.is_object()) fail("", "expected a JSON object");
-  }
-
-  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
-    std::string field = prefix_.empty() ? key : (key.empty() ? prefix_ : prefix_ + "." + key);
-    throw InputError({source_, 0, 0, field}, message);
-  }
-
-  const json* find(const std::string& key) {
-    used_.insert(key);
-    auto it = object_.find(key);
-    return it == object_.end() ? nullptr : &*it;
-  }
-  const json& require(const std::string& key) {
-    const json* value = find(key);
-    if (!value) fail(key, "missing");
-    return *value;
-  }
-
-  std::string text(const std::string& key) {
-    const json& v = require(key);
-    if (!v.is_string() || v.get<std::string>().empty()) fail(key, "expected a non-empty string");
-    return v.get<std::string>();
-  }
-  double number(const std::string& key) {
-    const json& v = require(key);
-    if (!v.is_number() || !std::isfinite(v.get<double>())) fail(key, "expected a finite number");
-    return v.get<double>();
-  }
-  double positive(const std::string& key) {
-    double x = number(key);
-    if (!(x > 0)) fail(key, fmt::format("must be positive, got {}", x));
-    return x;
-  }
-  double non_negative(const std::string& key) {
-    double x = number(key);
-    if (!(x >= 0)) fail(key, fmt::format("must be >= 0, got {}", x));
-    return x;
-  }
-  int count(const std::string& key) {
-    const json& v = require(key);
-    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1'000'000) {
-      fail(key, "expected a positive integer");
-    }
-    return static_cast<int>(v.get<long long>());
-  }
-
-  // Every key of the object must have been asked for.
-  void reject_unknown() const {
-    for (const auto& [key, value] : object_.items()) {
-      if (!used_.contains(key)) fail(key, "unknown field");
-    }
-  }
-
- private:
-  const json& object_;
-  std::string source_;
-  std::string prefix_;
-  std::set<std::string> used_;
-};
+using Fields = JsonFields;
 
 std::vector<double> read_clocks(Fields& fields, const std::string& source) {
   const json& v = fields.require("sm_clocks_mhz");
@@ -125,20 +62,6 @@ PowerModel read_power_model(const json& v, const std::string& source) {
   p.nvlink_pj_per_byte = f.non_negative("nvlink_pj_per_byte");
   f.reject_unknown();
   return p;
-}
-
-// 1-based line and column of a byte offset, for JSON syntax errors.
-std::pair<long, long> line_column(const std::string& text, std::size_t byte) {
-  long line = 1, column = 1;
-  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
 }
 
 // Whole numbers are written as integers (1410, not 1410.0) so preset files stay readable.
@@ -274,43 +197,13 @@ GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
 }
 
 GpuSpec load_gpu_spec(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    auto [line, column] = line_column(text, e.byte);
-    std::string what = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 3, column 5: "
-    auto colon = what.find(": ");
-    throw InputError(
-        {path.string(), line, column, ""},
-        "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
-  }
-  return gpu_spec_from_json(doc, path.string());
+  return gpu_spec_from_json(parse_json_file(path), path.string());
 }
 
-std::vector<std::string> gpu_preset_names() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(data_dir() / "gpus", ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".json") {
-      names.push_back(entry.path().stem().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> gpu_preset_names() { return preset_names(data_dir() / "gpus"); }
 
 GpuSpec load_gpu_preset(std::string_view name) {
-  const auto names = gpu_preset_names();
-  if (std::find(names.begin(), names.end(), name) == names.end()) {
-    throw InputError(fmt::format(
-        "unknown GPU '{}'; known GPUs: {}", name,
-        names.empty() ? std::string("none (no presets in ") + (data_dir() / "gpus").string() + ")"
-                      : fmt::format("{}", fmt::join(names, ", "))));
-  }
-  const auto path = data_dir() / "gpus" / (std::string(name) + ".json");
+  const auto path = preset_path(data_dir() / "gpus", name, "GPU");
   GpuSpec gpu = load_gpu_spec(path);
   if (gpu.name != name) {
     throw InputError({path.string(), 0, 0, "name"},
@@ -320,10 +213,8 @@ GpuSpec load_gpu_preset(std::string_view name) {
 }
 
 GpuSpec load_gpu(std::string_view name_or_path) {
-  const bool is_path = name_or_path.find('/') != std::string_view::npos ||
-                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
-  return is_path ? load_gpu_spec(std::filesystem::path(name_or_path))
-                 : load_gpu_preset(name_or_path);
+  return names_a_file(name_or_path) ? load_gpu_spec(std::filesystem::path(name_or_path))
+                                    : load_gpu_preset(name_or_path);
 }
 
 json to_json(const GpuSpec& gpu) {
