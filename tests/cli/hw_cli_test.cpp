@@ -141,6 +141,18 @@ TEST_F(HwCli, CheckPlansPrintsEveryPlanTheFrontiersAndTheSummary) {
   EXPECT_NE(r.out.find("max-throughput time gain"), std::string::npos);
 }
 
+// The plans are evaluated under the engine they were measured through, named in the header; another
+// engine is one flag, and an unknown one a one-line error.
+TEST_F(HwCli, CheckPlansNamesItsEngineAndTakesAnother) {
+  CliResult r = run("hw check --gpu a100-sxm4-40gb --plans " + kPlans);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out.substr(0, r.out.find('\n')), "engine megatron-te-eager")) << r.out;
+  r = run("hw check --gpu a100-sxm4-40gb --engine cuda-graphs --plans " + kPlans);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out.substr(0, r.out.find('\n')), "engine cuda-graphs")) << r.out;
+  expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --engine nope --plans " + kPlans), "known engines");
+}
+
 // The model held against the Kareus cluster's measured plans: a ratchet on the medians the
 // note of issue 18 records (time 7.05%, energy 2.30% with the preset's time scale fitted to the
 // Perseus plans; 15.27% and 10.85% without), so a change that takes the simulated GPU further

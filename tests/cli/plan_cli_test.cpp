@@ -85,6 +85,33 @@ TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
   EXPECT_TRUE(contains(html, "Llama 3.2 3B"));
 }
 
+// The engine is named wherever the figures are, and a host far slower than the default (each op
+// issued in milliseconds) turns partitions host-bound: listed in the summary, and the plan slower.
+TEST_F(PlanCli, TheEngineIsNamedAndASlowHostShowsWhereItBinds) {
+  ASSERT_EQ(run("plan --out " + path("default")).exit_code, 0);
+  const auto plain = nlohmann::json::parse(slurp(path("default/summary.json")));
+  EXPECT_EQ(plain.at("engine"), "megatron-te-eager");
+  EXPECT_TRUE(plain.at("host_bound_partitions").empty()) << plain.dump();
+  const std::string slow = write("slow.json", R"({"format": "kareus-engine", "version": 1, "name": "slow",
+    "display_name": "A slow host", "source": "a test",
+    "host": {"partition_op_us": 3000, "layer_op_us": 0, "collective_call_us": 0, "event_us": 0, "partition_us": 0,
+             "instruction_us": 0, "launch_latency_us": 0},
+    "sync": "instruction", "sources": {"partition_op_us": "a test"}})");
+  const CliResult r = run("plan --engine " + slow + " --out " + path("slow"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Engine slow: host-bound partitions:")) << r.out;
+  const auto summary = nlohmann::json::parse(slurp(path("slow/summary.json")));
+  EXPECT_EQ(summary.at("engine"), "slow");
+  EXPECT_GE(summary.at("time_s").get<double>(), plain.at("time_s").get<double>());
+  // Only nanobatched partitions pay the per-op loop: every one listed is overlapped, host above GPU.
+  for (const auto& p : summary.at("host_bound_partitions")) {
+    EXPECT_NE(p.at("slot"), "none") << p.dump();
+    EXPECT_GT(p.at("host_time_s").get<double>(), p.at("gpu_time_s").get<double>()) << p.dump();
+  }
+  expect_one_line_error(run("plan --engine no-such-engine --out " + path("bad")), "megatron-te-eager");
+  EXPECT_FALSE(std::filesystem::exists(path("bad")));
+}
+
 TEST_F(PlanCli, TargetsPickTheirPoint) {
   ASSERT_EQ(run("plan --target min-energy --out " + path("low")).exit_code, 0);
   const std::vector<Point> frontier = read_frontier_csv(slurp(path("low/frontier.csv")));

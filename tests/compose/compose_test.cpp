@@ -205,6 +205,69 @@ RC_GTEST_PROP(Compose, MatchesBruteForceParetoSums, ()) {
   }
 }
 
+// Under an engine, the composed options at a clock equal the Pareto set, in the instruction's time
+// and effective energy, of brute-force choices each timed by engine::instruction_time_s from its
+// GPU and host sums, its idle time charged at P_static: pruning by GPU time, host time and effective
+// energy loses no plan.
+RC_GTEST_PROP(Compose, MatchesBruteForceUnderAnEngine, ()) {
+  Job s;
+  s.parallel.layers_per_stage = {1, 1};
+  s.parallel.checkpointing = workload::Checkpointing::kNone;
+  const int knobs = *rc::gen::inRange(1, 4);
+  std::vector<std::pair<double, double>> base;
+  for (int k = 0; k < knobs; ++k) base.emplace_back(*rc::gen::inRange(5, 20) / 10.0, *rc::gen::inRange(5, 40));
+  PartitionPoints points = uniform_points(s, {1410}, base);
+  int salt = 0;
+  for (auto& [key, list] : points) {
+    ++salt;
+    for (auto& p : list) p.time_s *= 1 + 0.01 * (salt % 7), p.energy_j *= 1 + 0.013 * (salt % 5);
+  }
+  const double p_static = 60;
+  engine::EngineSpec engine;  // costs in seconds, to be as large as these partitions' times
+  engine.host.partition_op_s = *rc::gen::inRange(0, 60) / 100.0;
+  engine.host.layer_op_s = *rc::gen::inRange(0, 30) / 100.0;
+  engine.host.collective_call_s = *rc::gen::inRange(0, 30) / 100.0;
+  engine.host.instruction_s = *rc::gen::inRange(0, 30) / 100.0;
+  engine.host.launch_latency_s = *rc::gen::inRange(0, 10) / 100.0;
+  engine.sync_per_instruction = *rc::gen::arbitrary<bool>();
+  const auto table = compose_option_table(s.model, s.parallel, points, {.p_static_w = p_static, .engine = engine});
+  std::vector<workload::Partition> partitions = workload::build_partitions(s.model, s.parallel);
+  for (const auto& p : workload::non_partition_work(s.model, s.parallel, 0)) partitions.push_back(p);
+  for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+    InstructionKeys keys = instruction_keys(s.model, s.parallel, 0, type);
+    std::vector<std::string> all = keys.keys;
+    all.insert(all.end(), keys.fixed.begin(), keys.fixed.end());
+    struct Sum {
+      double gpu_s = 0, host_s = 0, energy_j = 0;
+    };
+    std::vector<Sum> sums{{}};
+    for (const std::string& key : all) {
+      const workload::Partition& partition = workload::find_partition(partitions, key);
+      const int count = partition.per_layer ? partition.count : 1;
+      std::vector<Sum> next;
+      for (const Sum& a : sums) {
+        for (const PartitionPoint& p : points.at(key)) {
+          next.push_back({a.gpu_s + count * p.time_s, a.host_s + count * engine::host_time_s(engine, partition, p.knob),
+                          a.energy_j + count * p.energy_j});
+        }
+      }
+      sums = next;
+    }
+    std::vector<TimeEnergy> effective;
+    for (const Sum& x : sums) {
+      const double t = engine::instruction_time_s(engine, x.gpu_s, x.host_s);
+      effective.push_back({t, x.energy_j - p_static * x.gpu_s});
+    }
+    const auto expected = pareto_front(effective);
+    const auto& got = table.at(0, type);
+    RC_ASSERT(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      RC_ASSERT(std::abs(got[i].time_s - expected[i].time_s) < 1e-9);
+      RC_ASSERT(std::abs(got[i].energy_j - p_static * got[i].time_s - expected[i].energy_j) < 1e-9);
+    }
+  }
+}
+
 TEST(Compose, MissingPartitionsAndClocksAreInputErrors) {
   Job s;
   auto points = uniform_points(s, {1410, 1200}, {{1.0, 10.0}});

@@ -4,6 +4,7 @@
 #include "kareus/planner/plan_check.hpp"
 
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,36 @@ TEST(ArtifactPlans, SlowerClocksNeverShortenAPlan) {
     for (auto& c : stage) c.freq_mhz = std::max(900.0, c.freq_mhz - 90);
   PlanCheck check = check_plans({plans.front(), slow}, evaluator, {}, false);
   EXPECT_GT(check.rows[1].model_time_s, check.rows[0].model_time_s);
+}
+
+// What the host issues only ever adds: under any engine (host costs up to milliseconds a call, so
+// that some instructions turn host-bound), every measured plan of both methods takes at least the
+// time and the energy the GPU alone gives it, and more host cost never less.
+RC_GTEST_PROP(ArtifactPlans, HostCostNeverShortensAPlanNorSavesEnergy, ()) {
+  static const auto plans = read_artifact_plans(kData / "plans.csv", kData / "plan_clocks.csv");
+  static const evaluate::Evaluator evaluator =
+      evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  static const PlanCheck alone = check_plans({plans.front(), plans.back()}, evaluator, {}, false);
+  PlannerOptions options;
+  engine::HostCosts& h = options.engine.host;
+  h.partition_op_s = *rc::gen::inRange(0, 2000) * 1e-6;
+  h.layer_op_s = *rc::gen::inRange(0, 2000) * 1e-6;
+  h.collective_call_s = *rc::gen::inRange(0, 500) * 1e-6;
+  h.event_s = *rc::gen::inRange(0, 50) * 1e-6;
+  h.partition_s = *rc::gen::inRange(0, 500) * 1e-6;
+  h.instruction_s = *rc::gen::inRange(0, 5000) * 1e-6;
+  h.launch_latency_s = *rc::gen::inRange(0, 50) * 1e-6;
+  options.engine.sync_per_instruction = *rc::gen::arbitrary<bool>();
+  const PlanCheck hosted = check_plans({plans.front(), plans.back()}, evaluator, options, false);
+  h.partition_op_s *= 2, h.layer_op_s *= 2, h.collective_call_s *= 2;
+  const PlanCheck more = check_plans({plans.front(), plans.back()}, evaluator, options, false);
+  for (std::size_t i = 0; i < 2; ++i) {
+    RC_ASSERT(hosted.rows[i].model_time_s >= alone.rows[i].model_time_s - 1e-12);
+    RC_ASSERT(hosted.rows[i].model_energy_j >= alone.rows[i].model_energy_j - 1e-9);
+    RC_ASSERT(more.rows[i].model_time_s >= hosted.rows[i].model_time_s - 1e-12);
+    RC_ASSERT(more.rows[i].model_energy_j >= hosted.rows[i].model_energy_j - 1e-9);
+  }
+  RC_ASSERT(plans.front().method != plans.back().method);
 }
 
 // How the missing time scales: measured times a fixed multiple of the model's give the same ratio at

@@ -69,6 +69,7 @@ int run_compare(CompareFlags& flags) {
   options.overhead_factor = flags.overhead;
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
+  options.engine = resolved.engine;
   for (double slowdown : flags.stragglers) {
     if (!(slowdown >= 1)) {
       throw InputError({"", 0, 0, "--straggler"}, fmt::format("a slowdown must be at least 1, got {}", slowdown));
@@ -83,7 +84,8 @@ int run_compare(CompareFlags& flags) {
   std::string straggler_csv = "config,method,slowdown,iteration_time_s,others_time_s,cluster_gpus,cluster_energy_j,"
                               "cluster_energy_blocking_j,saving_pct\n";
   nlohmann::json report = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
-                           {"gpu", gpu.name}, {"configs", nlohmann::json::array()}};
+                           {"gpu", gpu.name}, {"engine", options.engine.name},
+                           {"configs", nlohmann::json::array()}};
   std::vector<std::pair<std::string, std::string>> plots;
   std::vector<std::string> notes;  // per config: methods left out, and the reference of the iso figures
   for (const planner::Job& job : jobs) {
@@ -201,9 +203,9 @@ int run_compare(CompareFlags& flags) {
   fmt::print("{}", csv);
   if (!flags.stragglers.empty()) fmt::print("{}", straggler_csv);
   for (const std::string& note : notes) fmt::print("{}\n", note);
-  fmt::print("({}; iso figures against Perseus's frontier{}; max_throughput_energy_j covers one GPU per stage, "
+  fmt::print("({}; engine {}; iso figures against Perseus's frontier{}; max_throughput_energy_j covers one GPU per stage, "
              "cluster_energy_j every GPU of the job, TP x CP x PP x DP; wrote {}/compare.csv, compare.json{}{})\n",
-             provenance_note(evaluator), notes.empty() ? "" : " unless said above", dir.string(),
+             provenance_note(evaluator), options.engine.name, notes.empty() ? "" : " unless said above", dir.string(),
              flags.stragglers.empty() ? "" : ", stragglers.csv",
              plots.empty() ? "" : " and one SVG per config");
   return 0;
@@ -215,6 +217,7 @@ Action register_compare(CLI::App& app) {
   auto flags = std::make_shared<CompareFlags>();
   CLI::App* cmd = app.add_subcommand("compare", "Megatron-LM, Perseus, Nanobatching+Perseus and Kareus on one evaluator");
   add_workload_flags(*cmd, flags->workload);
+  add_engine_flag(*cmd, flags->workload.engine);
   cmd->add_option("--preset", flags->preset, "One Kareus evaluation configuration");
   cmd->add_flag("--all", flags->all, "Every Kareus evaluation configuration (data/configs/kareus-osdi26.json)");
   cmd->add_option("--evaluator", flags->evaluator, "sim, table:FILE or artifact:DIR")->capture_default_str();

@@ -80,6 +80,11 @@ int run_evaluate(const EvaluateFlags& flags) {
              r.energy_j - static_j);
   fmt::print("    static        {:10.4f} J ({} W x time)\n", static_j, w.gpu.static_power_w);
   fmt::print("  average power   {:10.1f} W\n", r.energy_j / r.time_s);
+  // The host's side of the same run: what issuing it costs the framework's one host thread.
+  const double host_s = engine::host_time_s(w.engine, partition, knob);
+  fmt::print("  host issue      {:10.4f} ms under engine {} ({})\n", host_s * 1e3, w.engine.name,
+             host_s > r.time_s ? "host-bound: the GPU waits for the host unless earlier work left it a lead"
+                               : "the GPU's time covers it");
   if (sim) print_timeline(sim->timeline(partition, knob), partition, knob.sms);
   return 0;
 }
@@ -90,6 +95,7 @@ Action register_evaluate(CLI::App& app) {
   auto flags = std::make_shared<EvaluateFlags>();
   CLI::App* cmd = app.add_subcommand("evaluate", "Time and energy of one partition under one knob");
   add_workload_flags(*cmd, flags->workload);
+  add_engine_flag(*cmd, flags->workload.engine);
   cmd->add_option("--partition", flags->partition, "Partition key (see kareus partitions)")
       ->required();
   cmd->add_option("--freq", flags->freq_mhz, "SM clock in MHz (default: the GPU's highest)");

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/evaluate/simulated.hpp"
@@ -38,7 +39,15 @@ struct HwFlags {
   std::string base_gpu;
   std::string out;
   std::string name, display_name, source;
+  std::string engine{engine::kDefaultEngine};  // --plans: the engine the plans were measured through
 };
+
+// The engine measured plans are evaluated under: the same instruction-level host side for every plan.
+planner::PlannerOptions plan_options(const HwFlags& flags) {
+  planner::PlannerOptions options;
+  options.engine = engine::load_engine(flags.engine);
+  return options;
+}
 
 std::string describe_clocks(const hardware::GpuSpec& gpu) {
   const auto& c = gpu.sm_clocks_mhz;
@@ -216,14 +225,15 @@ std::vector<planner::ReferencePlan> read_plans(const HwFlags& flags) {
 int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
   const std::vector<planner::ReferencePlan> plans = read_plans(flags);
   const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(gpu);
-  const planner::PlanCheck check = planner::check_plans(plans, evaluator, {}, true);
+  const planner::PlannerOptions options = plan_options(flags);
+  const planner::PlanCheck check = planner::check_plans(plans, evaluator, options, true);
 
   fmt::print(
       "{} measured plan(s) evaluated on the simulated GPU model of {} (a model, not a measurement): every "
       "instruction at the plan's clock under its method's knob (Perseus: collectives after the compute; "
       "Nanobatching+Perseus: the default nanobatch schedule), 1F1B; energy of one GPU per stage, idle at {:g} W; "
-      "time scale {:g}\n",
-      plans.size(), gpu.display_name, gpu.static_power_w, gpu.time_scale);
+      "time scale {:g}; engine {}\n",
+      plans.size(), gpu.display_name, gpu.static_power_w, gpu.time_scale, options.engine.name);
   fmt::print("{:<21} {:<44} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}\n", "method", "plan", "time_meas", "time_mod",
              "time_err", "energy_meas", "energy_mod", "energy_err");
   for (const auto& r : check.rows) {
@@ -345,17 +355,19 @@ std::string shell_quote(const std::string& s) {
 // Returns the summary line of the plans under the fitted scale.
 std::string fit_time_scale(const HwFlags& flags, hardware::GpuSpec& gpu, const std::string& command) {
   const std::vector<planner::ReferencePlan> plans = read_plans(flags);
+  const planner::PlannerOptions options = plan_options(flags);
   gpu.time_scale = 1;
-  const planner::PlanCheck before = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), {}, false);
+  const planner::PlanCheck before = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), options, false);
   const planner::TimeScaleFit fit = planner::fit_time_scale(before, 1);
   gpu.time_scale = fit.time_scale;
-  const planner::PlanCheck after = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), {}, false);
+  const planner::PlanCheck after = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), options, false);
   if (gpu.calibration.is_null()) gpu.calibration = nlohmann::ordered_json::object();
   gpu.calibration["time_scale"] = {
       {"method",
        "median over the plans of Megatron-LM and Perseus (which overlap nothing) of measured over model time, the "
        "model at time scale 1; Nanobatching+Perseus plans are not fitted, only checked"},
       {"plans", flags.plans},
+      {"engine", options.engine.name},
       {"fitted_plans", fit.plans},
       {"checked_plans", plans.size()},
       {"time_err_median_pct_at_scale_1", 100 * before.time_err_median},
@@ -482,6 +494,7 @@ Action register_hw(CLI::App& app) {
                     "plan_clocks.csv beside it) or a kareus-plan JSON of a baseline method (repeatable)");
   check->add_option("--power-limit", flags->power_limit_w, limit_help);
   check->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
+  add_engine_flag(*check, flags->engine);
   check->add_option("--partitions", flags->partitions,
                     "Partitions kareus profile measured into this --out directory: each overlapped knob's time over "
                     "its sequential knob's at the same clock, measured and on the model (repeatable)");
@@ -500,6 +513,7 @@ Action register_hw(CLI::App& app) {
                   "Fit the time scale to these measured plans (as hw check --plans takes them): the median over the "
                   "Megatron-LM and Perseus plans of measured over model time (repeatable)");
   fit->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
+  add_engine_flag(*fit, flags->engine);
   fit->add_option("--partitions", flags->partitions,
                   "Fit overlap's interference (a compute and a collective slowdown while both run) to the partitions "
                   "kareus profile measured into this --out directory: each overlapped knob's time over its "

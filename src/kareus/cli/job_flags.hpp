@@ -14,6 +14,7 @@ namespace kareus::cli {
 struct ResolvedJobs {
   std::vector<planner::Job> jobs;
   hardware::GpuSpec gpu;
+  engine::EngineSpec engine{};
 };
 
 // With `presets` non-empty, the named evaluation configurations: `fixing_flag` (e.g. "--preset")

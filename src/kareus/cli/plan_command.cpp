@@ -13,6 +13,7 @@
 #include "kareus/cli/unit_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/planner/host_bound.hpp"
 #include "kareus/planner/planner.hpp"
 #include "kareus/plan/select.hpp"
 #include "kareus/report/html_report.hpp"
@@ -37,6 +38,24 @@ struct PlanFlags {
   std::string plans = "200";
 };
 
+// The chosen plan's partitions that the host issues slower than the GPU runs them.
+nlohmann::json host_bound_json(const std::vector<planner::HostBoundPartition>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : list) {
+    out.push_back({{"key", p.key}, {"freq_mhz", p.knob.freq_mhz}, {"sms", p.knob.sms}, {"slot", p.knob.slot},
+                   {"gpu_time_s", p.gpu_time_s}, {"host_time_s", p.host_time_s}});
+  }
+  return out;
+}
+
+std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list, const std::string& engine) {
+  if (list.empty()) return fmt::format("Engine {}: the host issues every partition of the plan faster than the GPU runs it", engine);
+  std::string keys;
+  for (const auto& p : list) keys += fmt::format("{}{} ({:.3f} ms host, {:.3f} ms GPU)", keys.empty() ? "" : ", ", p.key,
+                                                 p.host_time_s * 1e3, p.gpu_time_s * 1e3);
+  return fmt::format("Engine {}: host-bound partitions: {}", engine, keys);
+}
+
 int run_plan(PlanFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
   const plan::Target target = plan::parse_target(flags.target);
@@ -51,6 +70,7 @@ int run_plan(PlanFlags& flags) {
   options.overhead_factor = flags.overhead;
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
+  options.engine = resolved.engine;
   evaluate::Evaluator evaluator =
       make_evaluator(flags.evaluator, gpu, job.model, job.parallel, options.schedule, flags.noise);
   report_sample_use(evaluator, planner::job_partitions(job, options.schedule));
@@ -67,6 +87,8 @@ int run_plan(PlanFlags& flags) {
   const std::vector<TimeEnergy> points = kareus.points();
   const std::size_t chosen = plan::select_plan(points, target);
   plan::Plan chosen_plan = planner::make_plan(kareus, job, kareus.frontier[chosen]);
+  const std::vector<planner::HostBoundPartition> host_bound =
+      planner::host_bound_partitions(job, chosen_plan, evaluator, options.engine);
   const double run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // Everything is computed before anything is written; each file lands atomically.
@@ -78,6 +100,7 @@ int run_plan(PlanFlags& flags) {
       {"workload", job.name},
       {"model", job.model.name},
       {"gpu", gpu.name},
+      {"engine", options.engine.name},
       {"evaluator", evaluator.name()},
       {"provenance", note},
       {"p_static_w", kareus.p_static_w},
@@ -92,13 +115,14 @@ int run_plan(PlanFlags& flags) {
       {"measurements", kareus.measurements},
       {"grid_knobs", kareus.grid_knobs},
       {"overhead_factor", flags.overhead},
+      {"host_bound_partitions", host_bound_json(host_bound)},
       {"run_time_s", run_time_s}};
   std::string frontier_svg = report::render_svg(
       {{"Kareus", points, false}, {"chosen plan", {points[chosen]}, true}},
       {fmt::format("{} ({})", job.name, scope), "iteration time (s)", "iteration energy (J)"});
   std::string html = report::html_report(
       {fmt::format("Kareus plan: {}", job.name),
-       {{"workload", job.name}, {"target", plan::to_string(target)},
+       {{"workload", job.name}, {"engine", options.engine.display_name}, {"target", plan::to_string(target)},
         {"iteration time", fmt::format("{:.4f} s", chosen_plan.time_s)},
         {"iteration energy", fmt::format("{:.1f} J ({})", chosen_plan.energy_j, scope)},
         {"frontier points", std::to_string(points.size())},
@@ -145,6 +169,7 @@ int run_plan(PlanFlags& flags) {
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "fastest", points.front().time_s, points.front().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", chosen_plan.time_s, chosen_plan.energy_j);
+  fmt::print("{}\n", host_bound_line(host_bound, options.engine.name));
   fmt::print(
       "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
       "plans.json, summary.json, report.html\n",
@@ -158,6 +183,7 @@ Action register_plan(CLI::App& app) {
   auto flags = std::make_shared<PlanFlags>();
   CLI::App* cmd = app.add_subcommand("plan", "Plan clocks and communication overlap for a training job (Kareus)");
   add_workload_flags(*cmd, flags->workload);
+  add_engine_flag(*cmd, flags->workload.engine);
   cmd->add_option("--preset", flags->preset,
                   "One of the Kareus evaluation configurations instead of workload flags "
                   "(data/configs/kareus-osdi26.json; an unknown name lists them)");

@@ -188,6 +188,7 @@ int run_search_command(const SearchFlags& flags) {
                                       : fmt::format("{} (measured samples)", evaluator.name()));
   fmt::print("Energy: one GPU running the partition once (J); effective energy = energy − {} W × time\n",
              w.gpu.static_power_w);
+  fmt::print("Engine: {} (host-bound: a frontier knob the host issues slower than the GPU runs it)\n", w.engine.name);
 
   std::fflush(stdout);
   ProgressPrinter printer(::isatty(STDERR_FILENO) != 0);
@@ -204,6 +205,8 @@ int run_search_command(const SearchFlags& flags) {
                                                                   });
     printer.update(last, true);
     const std::string& key = r.key;
+    std::size_t host_bound = 0;  // frontier knobs the engine's host issues slower than the GPU runs them
+    for (const search::Measurement& m : r.frontier) host_bound += engine::host_time_s(w.engine, *ps.partition, m.knob) > m.time_s;
     outputs.emplace_back(key + ".frontier.csv", search::frontier_csv(r.frontier));
     outputs.emplace_back(key + ".effective.frontier.csv", search::frontier_csv(r.effective_frontier));
     summary_parts[key] = {
@@ -222,6 +225,7 @@ int run_search_command(const SearchFlags& flags) {
                          {"objectives", "time (s) x real energy (J) of one GPU"},
                          {"reference", {{"time_s", r.hypervolume.reference.time_s},
                                         {"energy_j", r.hypervolume.reference.energy_j}}}}},
+        {"host_bound_frontier_knobs", host_bound},
         {"journal", journals[i].string()},
     };
     // Measured = knobs of the space with a result; a failure is not measured. A table's space is
@@ -229,11 +233,12 @@ int run_search_command(const SearchFlags& flags) {
     const std::size_t measured = r.successful.size();
     const std::string space = r.restricted ? fmt::format("{:>5} knobs in the table (of {} on the grid)", r.space_size, r.grid_size)
                                            : fmt::format("{:>5} knobs", r.space_size);
-    fmt::print("  {:<14} {}, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective frontier, stop: {}\n",
+    fmt::print("  {:<14} {}, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective frontier, stop: {}{}\n",
                key, space, measured,
                100.0 * static_cast<double>(measured) / static_cast<double>(std::max<std::size_t>(1, r.space_size)),
                r.failed ? fmt::format(", {} failed", r.failed) : "", r.frontier.size(), r.effective_frontier.size(),
-               search::to_string(r.outcome.stop));
+               search::to_string(r.outcome.stop),
+               host_bound ? fmt::format(", {} frontier knobs host-bound", host_bound) : "");
   }
 
   nlohmann::ordered_json summary;
@@ -247,6 +252,7 @@ int run_search_command(const SearchFlags& flags) {
   summary["batch"] = flags.batch;
   summary["energy_scope"] = "one GPU running the partition once";
   summary["static_power_w"] = w.gpu.static_power_w;
+  summary["engine"] = w.engine.name;
   summary["partitions"] = summary_parts;
   const std::filesystem::path dir = flags.out;
   for (const auto& [name, content] : outputs) write_file_atomic(dir / name, content);
@@ -261,6 +267,7 @@ Action register_search(CLI::App& app) {
   auto flags = std::make_shared<SearchFlags>();
   CLI::App* cmd = app.add_subcommand("search", "Find each partition's time-energy frontier over its knobs");
   add_workload_flags(*cmd, flags->workload);
+  add_engine_flag(*cmd, flags->workload.engine);
   cmd->add_option("--partition", flags->partition, "Partition key (see kareus partitions), or all")->capture_default_str();
   cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU), table:FILE (measured samples) or artifact:DIR (the Kareus artifact's profiling tree)")
       ->capture_default_str();

@@ -69,6 +69,15 @@ void add_workload_flags(CLI::App& cmd, WorkloadFlags& f) {
                  "GPU power limit in W for the job, as nvidia-smi -pl sets it (default: the GPU's TDP)");
 }
 
+void add_engine_flag(CLI::App& cmd, std::string& engine) {
+  // Like --gpu, a setting of the platform the job runs on: free beside --preset.
+  cmd.add_option("--engine", engine,
+                 "How the framework issues the work from the host: an engine under data/engines/ or a .json file "
+                 "(megatron-te-eager: the Kareus artifact's eager PyTorch, as its plans were measured; cuda-graphs; "
+                 "kareus-executor)")
+      ->capture_default_str();
+}
+
 void reject_workload_flags(const WorkloadFlags& flags, std::string_view fixing_flag) {
   auto conflict = [&](const std::string& flag) {
     return InputError({"", 0, 0, std::string(fixing_flag)},
@@ -157,6 +166,7 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
   out.model = workload::load_model(f.model);
   out.gpu = hardware::load_gpu(f.gpu);
   if (f.power_limit_w) out.gpu = hardware::with_power_limit(std::move(out.gpu), *f.power_limit_w, "--power-limit");
+  out.engine = engine::load_engine(f.engine);
   workload::ParallelConfig p;
   p.tp = f.tp;
   p.cp = f.cp;

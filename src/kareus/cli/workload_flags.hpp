@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kareus/engine/engine.hpp"
 #include "kareus/hardware/gpu.hpp"
 #include "kareus/workload/model.hpp"
 #include "kareus/workload/parallel.hpp"
@@ -33,11 +34,15 @@ struct WorkloadFlags {
   double hidden_dropout = 0;
   std::string layers_per_stage;  // "15,13"; empty = the default split
   std::optional<double> power_limit_w;  // the GPU's power limit for the job; default: its TDP
+  std::string engine{engine::kDefaultEngine};  // how the host issues the work (data/engines/)
   // Config key -> its option, to tell a flag given on the command line from its default.
   std::map<std::string, CLI::Option*> options;
 };
 
 void add_workload_flags(CLI::App& cmd, WorkloadFlags& flags);
+// --engine NAME|FILE, for the commands whose figures an instruction's host side changes (plan,
+// compare, evaluate, search, hw check); resolve_workload loads it (default engine::kDefaultEngine).
+void add_engine_flag(CLI::App& cmd, std::string& engine);
 
 // For commands where `fixing_flag` (e.g. "--preset") names the whole workload: InputError naming
 // the first workload flag or --config that was given too. --gpu stays free: it picks the device.
@@ -47,6 +52,7 @@ struct ResolvedWorkload {
   workload::ModelSpec model;
   workload::ParallelConfig parallel;  // validated, layers_per_stage filled in
   hardware::GpuSpec gpu;
+  engine::EngineSpec engine{};
   // The config file's keys named in `extra_keys` of resolve_workload (another command's settings).
   nlohmann::json extra = nlohmann::json::object();
 };

@@ -18,24 +18,30 @@ using workload::Pass;
 bool same_clock(double a, double b) { return std::abs(a - b) < 1e-6; }
 
 // A partial sum over the keys composed so far, with the index of each key's chosen point.
+// time_s is the GPU's, host_s the host's issue time (0 under the idle engine).
 struct Combo {
   double time_s = 0;
   double energy_j = 0;
+  double host_s = 0;
   std::vector<std::uint32_t> choice;
 };
 
-// Keeps the Pareto set in (time, effective energy); of equal points, the first.
+// Keeps the Pareto set in (time, host time, effective energy); of equal points, the first. With
+// one host time throughout, that is the Pareto set in (time, effective energy).
 void prune(std::vector<Combo>& combos, double p_static_w) {
+  auto effective = [&](const Combo& c) { return c.energy_j - p_static_w * c.time_s; };
   std::stable_sort(combos.begin(), combos.end(), [&](const Combo& a, const Combo& b) {
     if (a.time_s != b.time_s) return a.time_s < b.time_s;
-    return a.energy_j - p_static_w * a.time_s < b.energy_j - p_static_w * b.time_s;
+    return effective(a) < effective(b);
   });
   std::vector<Combo> kept;
   for (Combo& c : combos) {
-    double effective = c.energy_j - p_static_w * c.time_s;
-    if (kept.empty() || effective < kept.back().energy_j - p_static_w * kept.back().time_s) {
-      kept.push_back(std::move(c));
-    }
+    // Kept points are no slower; c stays unless one of them also issues no slower at no more energy.
+    const double e = effective(c);
+    const bool dominated = std::any_of(kept.rbegin(), kept.rend(), [&](const Combo& k) {
+      return k.host_s <= c.host_s && effective(k) <= e;
+    });
+    if (!dominated) kept.push_back(std::move(c));
   }
   combos = std::move(kept);
 }
@@ -46,6 +52,7 @@ struct Term {
   int multiplicity = 1;
   bool recompute = false;
   bool fixed = false;  // non-partition work: not part of the knob
+  Partition partition;  // what the host issues for it
 };
 
 std::vector<int> stage_layers(const workload::ModelSpec& model, const workload::ParallelConfig& parallel) {
@@ -78,14 +85,14 @@ std::vector<Term> instruction_terms(const workload::ModelSpec& model, const work
   std::vector<Term> terms;
   if (pass == Pass::kBackward && parallel.checkpointing == workload::Checkpointing::kFull) {
     for (const Partition& p : partitions) {
-      if (p.pass == Pass::kForward) terms.push_back({p.key, p.count * layers, true, false});
+      if (p.pass == Pass::kForward) terms.push_back({p.key, p.count * layers, true, false, p});
     }
   }
   for (const Partition& p : partitions) {
-    if (p.pass == pass) terms.push_back({p.key, p.count * layers, false, false});
+    if (p.pass == pass) terms.push_back({p.key, p.count * layers, false, false, p});
   }
   for (const Partition& p : workload::non_partition_work(model, parallel, stage)) {
-    if (p.pass == pass && runs_in_chunk(p, chunk, chunks)) terms.push_back({p.key, p.count, false, true});
+    if (p.pass == pass && runs_in_chunk(p, chunk, chunks)) terms.push_back({p.key, p.count, false, true, p});
   }
   return terms;
 }
@@ -206,7 +213,8 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
             std::vector<const PartitionPoint*> list;
             for (const PartitionPoint& p : points.at(t.key)) {
               if (!same_clock(p.knob.freq_mhz, clock)) continue;
-              own.push_back({p.time_s, p.energy_j, {static_cast<std::uint32_t>(list.size())}});
+              own.push_back({p.time_s, p.energy_j, engine::host_time_s(options.engine, t.partition, p.knob),
+                             {static_cast<std::uint32_t>(list.size())}});
               list.push_back(&p);
             }
             prune(own, options.p_static_w);
@@ -214,7 +222,8 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
             next.reserve(combos.size() * own.size());
             for (const Combo& c : combos) {
               for (const Combo& o : own) {
-                Combo sum{c.time_s + t.multiplicity * o.time_s, c.energy_j + t.multiplicity * o.energy_j, c.choice};
+                Combo sum{c.time_s + t.multiplicity * o.time_s, c.energy_j + t.multiplicity * o.energy_j,
+                          c.host_s + t.multiplicity * o.host_s, c.choice};
                 sum.choice.push_back(o.choice.front());
                 next.push_back(std::move(sum));
               }
@@ -223,6 +232,15 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
             combos = std::move(next);
             candidates.push_back(std::move(list));
           }
+          // The instruction as the engine runs it: the GPU idles, at P_static, wherever the host is
+          // behind it. A combo kept for its host time may lose once both are taken together.
+          for (Combo& c : combos) {
+            const double time_s = engine::instruction_time_s(options.engine, c.time_s, c.host_s);
+            c.energy_j += options.p_static_w * (time_s - c.time_s);
+            c.time_s = time_s;
+            c.host_s = 0;
+          }
+          prune(combos, options.p_static_w);
           for (const Combo& c : combos) {
             nlohmann::json partitions = nlohmann::json::array(), recompute = nlohmann::json::array();
             for (std::size_t k = 0; k < terms.size(); ++k) {

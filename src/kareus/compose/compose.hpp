@@ -22,6 +22,13 @@
 // overlapped backward partition to be what they cost alone; where they hid part of a collective, B
 // is that much optimistic. The embedding's and LM head's backwards stay whole in B.
 //
+// An engine (engine/engine.hpp) adds the host's side: every point's host time under its knob is
+// summed beside its GPU time, and an instruction takes engine::instruction_time_s of the two, its
+// idle time between kernels at P_static. Sums are then pruned in (GPU time, host time, effective
+// energy), each of which only ever worsens the instruction, so nothing on the front is lost. The
+// default engine is idle (no host cost, no synchronisation), and the table is what the GPU alone
+// gives.
+//
 // The overhead factor scales each instruction's time and energy for the work the partitions do
 // not cover (kernel launch gaps, the optimizer's share, ...): 1.0 by default; the Kareus artifact
 // used 1.15.
@@ -36,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "kareus/engine/engine.hpp"
 #include "kareus/pipeline/option_table.hpp"
 #include "kareus/workload/model.hpp"
 #include "kareus/workload/parallel.hpp"
@@ -58,6 +66,7 @@ struct ComposeOptions {
   double overhead_factor = 1.0;
   bool split_backward = false;  // also B and W options (points must hold workload::kWeightGradientKey)
   int virtual_stages = 1;       // model chunks per stage, each with options of its own
+  engine::EngineSpec engine{};  // how the host issues the work; default: idle, the GPU alone
 };
 
 // The option table of every stage of `parallel` (validated). A clock is offered for an

@@ -282,7 +282,8 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
                                                {.p_static_w = result.p_static_w,
                                                 .overhead_factor = options.overhead_factor,
                                                 .split_backward = pipeline::splits_backward(result.schedule),
-                                                .virtual_stages = result.virtual_stages});
+                                                .virtual_stages = result.virtual_stages,
+                                                .engine = options.engine});
   auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
                                                    result.virtual_stages);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
@@ -371,7 +372,9 @@ pipeline::OptionTable baseline_option_table(Method method, const Job& job, const
     for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(method, space, clock), cache));
   }
   const double p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
-  return compose::compose_option_table(job.model, job.parallel, points, {p_static_w, options.overhead_factor});
+  return compose::compose_option_table(job.model, job.parallel, points,
+                                       {.p_static_w = p_static_w, .overhead_factor = options.overhead_factor,
+                                        .engine = options.engine});
 }
 
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kareus/compose/compose.hpp"
+#include "kareus/engine/engine.hpp"
 #include "kareus/core/pareto.hpp"
 #include "kareus/evaluate/evaluator.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
@@ -47,6 +48,9 @@ struct Job {
 struct PlannerOptions {
   std::optional<double> p_static_w;  // default: the evaluator GPU's static power
   double overhead_factor = 1.0;      // see compose.hpp
+  // How the host issues each instruction (engine/engine.hpp); default: idle, the GPU alone. The
+  // commands default to engine::kDefaultEngine.
+  engine::EngineSpec engine{};
   std::optional<double> unit_time_s = std::nullopt;  // unset: the frontier solver chooses it (pipeline/unit_choice.hpp)
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
   // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,

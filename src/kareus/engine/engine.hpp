@@ -1,0 +1,94 @@
+// The engine: how a training framework issues a pipeline instruction's work from the host, as data
+// (data/engines/*.json, docs/architecture.md). The simulated GPU says what the kernels cost on the
+// device; the engine says what issuing them costs the one host thread that issues them, and where
+// the host waits for the GPU. A GPU kernel never starts before the host has issued it, so an
+// instruction whose host time exceeds its GPU time runs at the host's pace, with the GPU idle
+// between kernels (see instruction_time_s).
+//
+// Host cost is counted, not fitted: each operation of a partition is one framework call of a kind
+// whose cost the engine file gives (a compute op in the nanobatched per-op loop, a compute op of the
+// un-split layer through the framework's modules, a collective call, an event record or stream
+// wait), times how many such calls the framework makes for it; every constant cites the public
+// measurement it comes from in the file's "sources".
+//
+// Thread-safety: plain values and pure functions.
+// Example:
+//   EngineSpec e = load_engine("megatron-te-eager");
+//   double h = host_time_s(e, find_partition(parts, "fwd_mlp"), {1410, 24, "norm_0"});
+//   double t = instruction_time_s(e, /*gpu_time_s=*/0.05, /*host_time_s=*/0.03);
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kareus/workload/partition.hpp"
+
+namespace kareus::engine {
+
+// Seconds of host time per framework call of each kind.
+struct HostCosts {
+  double partition_op_s = 0;     // a compute op of a nanobatched partition, issued by the per-op loop
+  double layer_op_s = 0;         // a compute op of the un-split layer, issued through the framework's modules
+  double collective_call_s = 0;  // one collective library call (the framework's side and the library's)
+  double event_s = 0;            // one event record or stream wait
+  double partition_s = 0;        // a nanobatched partition's own setup and end (schedule lookup, comm sync)
+  double instruction_s = 0;      // from an instruction's start to its first kernel's issue
+  double launch_latency_s = 0;   // from a kernel's issue to its start on an idle GPU
+
+  bool operator==(const HostCosts&) const = default;
+};
+
+struct EngineSpec {
+  std::string name;          // preset id, e.g. "megatron-te-eager"
+  std::string display_name;  // e.g. "Megatron-Core + TransformerEngine, eager PyTorch (the Kareus artifact)"
+  std::string source;        // what the engine describes and where its counts come from
+  HostCosts host;
+  // The host waits for the GPU to drain at every instruction's start (Zeus's pipeline frequency
+  // optimizer and Megatron's timers call torch.cuda.synchronize there), so each instruction starts
+  // with an empty GPU queue and waits for its first kernel's issue.
+  bool sync_per_instruction = false;
+  // Framework calls per op of ours, where one of our ops is more than one call (the artifact's
+  // residual fork beside its bias-dropout-add, the QKV split after the QKV GEMM): op name -> calls.
+  std::map<std::string, int> partition_calls;
+  std::map<std::string, int> layer_calls;
+  // Library calls per collective of ours (the artifact's NCCL path gathers K and V in two calls).
+  std::map<std::string, int> collective_calls;
+  nlohmann::ordered_json sources;  // constant -> its citation
+
+  bool idle() const;  // no host cost and no synchronisation: the GPU is never starved
+  bool operator==(const EngineSpec&) const = default;
+};
+
+// The engine every command uses unless --engine says otherwise: the one the Kareus artifact's
+// measurements were taken through, which the plans Kareus exports run on.
+inline constexpr std::string_view kDefaultEngine = "megatron-te-eager";
+
+// Names of the bundled presets, data_dir()/engines/*.json, sorted.
+std::vector<std::string> engine_preset_names();
+// InputError naming file and field for anything malformed, listing the known presets for an
+// unknown name.
+EngineSpec load_engine_preset(std::string_view name);
+EngineSpec load_engine_spec(const std::filesystem::path& json);
+EngineSpec load_engine(std::string_view name_or_path);  // a preset name or a path to a JSON file
+EngineSpec engine_from_json(const nlohmann::ordered_json& doc, const std::string& source);
+nlohmann::ordered_json to_json(const EngineSpec& engine);
+
+// Host seconds to issue one run of `partition` under `knob`, counted as the partition's cost is
+// (evaluate::Evaluator): an overlapped knob runs the nanobatched per-op loop (every compute op,
+// the other nanobatch's collective call, the events that order it, the partition's setup); a
+// sequential knob, or a partition without a collective, runs the un-split segment through the
+// framework's modules, of which a layer partition is charged half.
+double host_time_s(const EngineSpec& engine, const workload::Partition& partition, const workload::Knob& knob);
+
+// An instruction's time from its kernels' GPU time (every partition back to back, the GPU never
+// waiting) and its host time (every partition's host_time_s): a kernel starts no earlier than its
+// issue, the host runs ahead of the GPU within the instruction, so the slower of the two sets the
+// pace; with a synchronisation at the instruction's start, the host's time to its first kernel,
+// and that kernel's launch latency, come first. The idle engine gives gpu_time_s exactly.
+double instruction_time_s(const EngineSpec& engine, double gpu_time_s, double host_time_s);
+
+}  // namespace kareus::engine

@@ -1,0 +1,32 @@
+#include "kareus/planner/host_bound.hpp"
+
+#include <set>
+#include <tuple>
+
+namespace kareus::planner {
+
+std::vector<HostBoundPartition> host_bound_partitions(const Job& job, const plan::Plan& plan,
+                                                      const evaluate::Evaluator& evaluator,
+                                                      const engine::EngineSpec& engine) {
+  const std::vector<workload::Partition> partitions = job_partitions(job, plan.schedule);
+  std::set<std::tuple<std::string, workload::Knob>> seen;
+  std::vector<HostBoundPartition> out;
+  for (const auto& stage : plan.stages) {
+    for (const plan::PlannedInstruction& ins : stage) {
+      const plan::InstructionKnobs knobs = plan::instruction_knobs(ins.knob, "knob", "plan");
+      for (const auto* list : {&knobs.recompute, &knobs.partitions}) {
+        for (const plan::PartitionKnob& k : *list) {
+          const workload::Knob knob{ins.freq_mhz, k.sms, k.slot};
+          if (!seen.emplace(k.key, knob).second) continue;
+          const workload::Partition& partition = workload::find_partition(partitions, k.key);
+          const evaluate::EvalResult r = evaluator.evaluate(partition, knob);
+          const double host_s = engine::host_time_s(engine, partition, knob);
+          if (r.ok() && host_s > r.time_s) out.push_back({k.key, knob, r.time_s, host_s});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kareus::planner

@@ -1,0 +1,35 @@
+// Which partitions of a plan the host cannot issue as fast as the GPU runs them, under an engine:
+// those whose host issue time (engine::host_time_s) under the plan's knob exceeds their GPU time.
+// One alone does not slow an instruction (the host may carry a lead from earlier partitions; the
+// instruction's time takes both sums, engine::instruction_time_s), but it is where the host
+// starts to matter, and what a user of a smaller model or a slower host should look at first.
+//
+// Thread-safety: pure; calls the evaluator from this thread only.
+// Example:
+//   for (const auto& p : host_bound_partitions(job, plan, evaluator, engine)) fmt::print("{}\n", p.key);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kareus/engine/engine.hpp"
+#include "kareus/evaluate/evaluator.hpp"
+#include "kareus/plan/plan.hpp"
+#include "kareus/planner/planner.hpp"
+
+namespace kareus::planner {
+
+struct HostBoundPartition {
+  std::string key;
+  workload::Knob knob;
+  double gpu_time_s = 0;   // the evaluator's time for the knob
+  double host_time_s = 0;  // engine::host_time_s for it
+};
+
+// Each (partition, knob) of the plan's instructions once, in plan order, where host > GPU time. A
+// plan without partition knobs (a baseline's) is read at its method's knobs: none here.
+std::vector<HostBoundPartition> host_bound_partitions(const Job& job, const plan::Plan& plan,
+                                                      const evaluate::Evaluator& evaluator,
+                                                      const engine::EngineSpec& engine);
+
+}  // namespace kareus::planner
