@@ -153,6 +153,23 @@ TEST_F(HwCli, CheckPlansNamesItsEngineAndTakesAnother) {
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --engine nope --plans " + kPlans), "known engines");
 }
 
+// hw fit --engine-trace on the real trace: an engine file that plan takes; it fits an engine, so the
+// flags that fit a GPU are refused beside it.
+TEST_F(HwCli, FitEngineTraceWritesAnEngineThatPlanTakes) {
+  const std::string trace = std::string(KAREUS_TESTS_DIR) + "/engine/trace/layer_cpu_trace.json";
+  const std::string out = path("fitted.json");
+  CliResult r = run("hw fit --engine-trace " + trace + " --name fitted --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "layer_op_us")) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(out)).at("name"), "fitted");
+  r = run("plan --engine " + out + " --out " + path("plan"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(path("plan/summary.json"))).at("engine"), "fitted");
+  expect_one_line_error(run("hw fit --engine-trace " + trace + " --base-gpu a100-sxm4-40gb --out " + path("x.json")),
+                        "--engine-trace");
+  expect_one_line_error(run("hw fit --plans " + kPlans + " --out " + path("x.json")), "--base-gpu");
+}
+
 // The model held against the Kareus cluster's measured plans: a ratchet on the medians the
 // note of issue 18 records (time 7.05%, energy 2.30% with the preset's time scale fitted to the
 // Perseus plans; 15.27% and 10.85% without), so a change that takes the simulated GPU further

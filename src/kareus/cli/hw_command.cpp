@@ -19,6 +19,7 @@
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/engine/trace_fit.hpp"
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/hardware/calibration.hpp"
 #include "kareus/hardware/gpu.hpp"
@@ -39,7 +40,9 @@ struct HwFlags {
   std::string base_gpu;
   std::string out;
   std::string name, display_name, source;
-  std::string engine{engine::kDefaultEngine};  // --plans: the engine the plans were measured through
+  std::string engine{engine::kDefaultEngine};  // --plans: the engine the plans were measured through;
+                                               // --engine-trace: the engine whose costs it refits
+  std::string engine_trace;
 };
 
 // The engine measured plans are evaluated under: the same instruction-level host side for every plan.
@@ -410,7 +413,35 @@ std::string fit_overlap(const HwFlags& flags, hardware::GpuSpec& gpu, const std:
                      100 * fit.err_median_before);
 }
 
+// hw fit --engine-trace: an engine file, not a GPU file; the fits of a GPU do not combine with it.
+int run_fit_engine(const HwFlags& flags) {
+  if (!flags.base_gpu.empty() || !flags.profiles.empty() || !flags.plans.empty() || !flags.partitions.empty()) {
+    throw InputError({"", 0, 0, "--engine-trace"},
+                     "fits an engine file; --base-gpu, --profile, --plans and --partitions fit a GPU file: run them apart");
+  }
+  const engine::TraceFit fit = engine::fit_engine_trace(engine::load_engine(flags.engine), flags.engine_trace);
+  engine::EngineSpec out = fit.engine;
+  if (!flags.name.empty()) out.name = flags.name;
+  if (!flags.display_name.empty()) out.display_name = flags.display_name;
+  if (!flags.source.empty()) out.source = flags.source;
+  write_file_atomic(flags.out, engine::to_json(out).dump(2) + "\n");
+  fmt::print("Fitted {} host cost(s) of engine {} to {} ({} top-level CPU ops, {:.2f} us of host time each)\n",
+             fit.fitted.size(), flags.engine, flags.engine_trace, fit.top_level_ops, fit.host_s_per_top_level_op * 1e6);
+  fmt::print("{:<20} {:>6} {:>11} {:>11} {:>11} {:>11}\n", "cost", "spans", "base_us", "fitted_us", "min_us", "max_us");
+  const engine::EngineSpec base = engine::load_engine(flags.engine);
+  for (const engine::HostCostField& f : engine::host_cost_fields()) {
+    auto it = fit.fitted.find(std::string(f.key));
+    if (it == fit.fitted.end()) continue;
+    fmt::print("{:<20} {:>6} {:>11.2f} {:>11.2f} {:>11.2f} {:>11.2f}\n", f.key, it->second.spans,
+               base.host.*f.member * 1e6, it->second.median_s * 1e6, it->second.min_s * 1e6, it->second.max_s * 1e6);
+  }
+  fmt::print("Wrote {}\n", flags.out);
+  return 0;
+}
+
 int run_fit(const HwFlags& flags) {
+  if (!flags.engine_trace.empty()) return run_fit_engine(flags);
+  if (flags.base_gpu.empty()) throw InputError({"", 0, 0, "--base-gpu"}, "is required to fit a GPU file");
   if (flags.profiles.empty() && flags.plans.empty() && flags.partitions.empty()) {
     throw InputError({"", 0, 0, "--profile"},
                      "give --profile (to fit the power model), --plans (the time scale), --partitions (overlap's "
@@ -504,8 +535,7 @@ Action register_hw(CLI::App& app) {
       "Fit a GPU's power model to measured stage profiles, its time scale to measured plans and/or overlap's "
       "interference to measured partitions, and write a calibrated GPU JSON");
   fit->add_option("--base-gpu", flags->base_gpu,
-                  "GPU whose spec sheet the fitted GPU keeps: " + gpu_help)
-      ->required();
+                  "GPU whose spec sheet the fitted GPU keeps (required but with --engine-trace): " + gpu_help);
   fit->add_option("--profile", flags->profiles,
                   "Fit the power model's shape and level to this CSV with columns stage,instruction,frequency,time,"
                   "energy (repeatable)");
@@ -514,11 +544,15 @@ Action register_hw(CLI::App& app) {
                   "Megatron-LM and Perseus plans of measured over model time (repeatable)");
   fit->add_option("--plan-clocks", flags->plan_clocks, "plan_clocks.csv for --plans CSV files, if not beside them");
   add_engine_flag(*fit, flags->engine);
+  fit->add_option("--engine-trace", flags->engine_trace,
+                  "Fit the --engine's host costs to a PyTorch profiler trace (Chrome trace JSON) whose calls are "
+                  "labelled with record_function(\"kareus:<cost>\"), e.g. kareus:layer_op, and write the engine "
+                  "JSON to --out");
   fit->add_option("--partitions", flags->partitions,
                   "Fit overlap's interference (a compute and a collective slowdown while both run) to the partitions "
                   "kareus profile measured into this --out directory: each overlapped knob's time over its "
                   "sequential knob's at the same clock (repeatable)");
-  fit->add_option("--out", flags->out, "GPU JSON file to write")->required();
+  fit->add_option("--out", flags->out, "GPU (or, with --engine-trace, engine) JSON file to write")->required();
   fit->add_option("--name", flags->name, "Preset id of the fitted GPU (default: the base's)");
   fit->add_option("--display-name", flags->display_name, "Display name (default: the base's)");
   fit->add_option("--source", flags->source, "Source note of the fitted GPU (default: the base's)");

@@ -15,12 +15,7 @@ using json = nlohmann::ordered_json;
 
 constexpr double kUs = 1e-6;
 
-// The host cost fields, in the file's microseconds.
-struct CostField {
-  const char* key;
-  double HostCosts::*member;
-};
-constexpr CostField kCostFields[] = {
+constexpr HostCostField kCostFields[] = {
     {"partition_op_us", &HostCosts::partition_op_s},
     {"layer_op_us", &HostCosts::layer_op_s},
     {"collective_call_us", &HostCosts::collective_call_s},
@@ -58,6 +53,8 @@ double layer_path_s(const EngineSpec& e, const workload::Partition& whole) {
 
 }  // namespace
 
+std::span<const HostCostField> host_cost_fields() { return kCostFields; }
+
 bool EngineSpec::idle() const { return host == HostCosts{} && !sync_per_instruction; }
 
 EngineSpec engine_from_json(const json& doc, const std::string& source) {
@@ -72,7 +69,7 @@ EngineSpec engine_from_json(const json& doc, const std::string& source) {
   e.source = f.text("source");
   {
     JsonFields host(f.require("host"), source, "host");
-    for (const CostField& c : kCostFields) e.host.*c.member = host.non_negative(c.key) * kUs;
+    for (const HostCostField& c : kCostFields) e.host.*c.member = host.non_negative(std::string(c.key)) * kUs;
     host.reject_unknown();
   }
   const std::string sync = f.text("sync");
@@ -84,9 +81,10 @@ EngineSpec engine_from_json(const json& doc, const std::string& source) {
   // Every constant that costs something says where it comes from.
   const json& sources = f.require("sources");
   if (!sources.is_object()) f.fail("sources", "expected an object of constant -> citation");
-  for (const CostField& c : kCostFields) {
-    if (e.host.*c.member > 0 && (!sources.contains(c.key) || !sources[c.key].is_string() ||
-                                 sources[c.key].get<std::string>().empty())) {
+  for (const HostCostField& c : kCostFields) {
+    const std::string key(c.key);
+    if (e.host.*c.member > 0 && (!sources.contains(key) || !sources[key].is_string() ||
+                                 sources[key].get<std::string>().empty())) {
       f.fail(fmt::format("sources.{}", c.key), "missing: every nonzero host cost cites its measurement");
     }
   }
@@ -97,7 +95,7 @@ EngineSpec engine_from_json(const json& doc, const std::string& source) {
 
 json to_json(const EngineSpec& e) {
   json host = json::object();
-  for (const CostField& c : kCostFields) host[c.key] = e.host.*c.member / kUs;
+  for (const HostCostField& c : kCostFields) host[std::string(c.key)] = e.host.*c.member / kUs;
   json doc = {{"format", "kareus-engine"}, {"version", 1},          {"name", e.name},
               {"display_name", e.display_name}, {"source", e.source}, {"host", std::move(host)},
               {"sync", e.sync_per_instruction ? "instruction" : "none"}};

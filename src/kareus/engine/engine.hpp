@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,13 @@ struct HostCosts {
 
   bool operator==(const HostCosts&) const = default;
 };
+
+// The host costs as engine files name them (in microseconds: "partition_op_us", ...), in file order.
+struct HostCostField {
+  std::string_view key;
+  double HostCosts::*member;
+};
+std::span<const HostCostField> host_cost_fields();
 
 struct EngineSpec {
   std::string name;          // preset id, e.g. "megatron-te-eager"

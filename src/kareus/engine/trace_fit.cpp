@@ -1,0 +1,131 @@
+#include "kareus/engine/trace_fit.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kareus/core/error.hpp"
+#include "kareus/core/io.hpp"
+#include "kareus/core/median.hpp"
+
+namespace kareus::engine {
+namespace {
+
+constexpr std::string_view kPrefix = "kareus:";
+
+// One complete ("X") event on the CPU: its span, its thread, and its label if it carries one.
+struct Span {
+  double start_us = 0, end_us = 0;
+  std::string thread;
+  std::string label;  // the host cost key ("layer_op_us"), empty for other ops
+  double nested_labelled_us = 0;
+};
+
+// Kineto marks CPU work with a category (cpu_op, user_annotation, python_function); the legacy
+// exporter puts it under the pid "CPU functions". GPU kernels and memcpys are neither.
+bool on_cpu(const nlohmann::json& e) {
+  if (e.contains("cat") && e["cat"].is_string()) {
+    const std::string cat = e["cat"];
+    return cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat == "python_function";
+  }
+  return e.value("pid", nlohmann::json()) == "CPU functions" || e.value("name", "").starts_with("aten::") ||
+         e.value("name", "").starts_with(kPrefix);
+}
+
+std::string key_of_label(const std::string& name, const std::string& source) {
+  const std::string constant = name.substr(kPrefix.size()) + "_us";
+  for (const HostCostField& c : host_cost_fields()) {
+    if (c.key == constant && c.key != "launch_latency_us") return constant;
+  }
+  throw InputError({source, 0, 0, "traceEvents"},
+                   fmt::format("label '{}' names no host cost; the labels are {}", name, fmt::join(trace_labels(), ", ")));
+}
+
+std::string text_of(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+std::vector<std::string> trace_labels() {
+  std::vector<std::string> labels;
+  for (const HostCostField& c : host_cost_fields()) {
+    if (c.key == "launch_latency_us") continue;  // not a host span
+    labels.push_back(std::string(kPrefix) + std::string(c.key.substr(0, c.key.size() - 3)));
+  }
+  return labels;
+}
+
+TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& path) {
+  const std::string source = path.string();
+  const nlohmann::json doc = read_json_file(path);
+  const nlohmann::json* events = doc.is_array() ? &doc : (doc.is_object() && doc.contains("traceEvents") ? &doc["traceEvents"] : nullptr);
+  if (!events || !events->is_array()) {
+    throw InputError({source, 0, 0, "traceEvents"}, "not a Chrome trace: expected a list of events or {\"traceEvents\": [...]}");
+  }
+  std::vector<Span> spans;
+  for (const nlohmann::json& e : *events) {
+    if (!e.is_object() || e.value("ph", "") != "X" || !on_cpu(e)) continue;
+    const nlohmann::json ts = e.value("ts", nlohmann::json()), dur = e.value("dur", nlohmann::json());
+    if (!ts.is_number() || !dur.is_number() || !(dur.get<double>() >= 0) || !std::isfinite(ts.get<double>())) {
+      throw InputError({source, 0, 0, "traceEvents"},
+                       fmt::format("event '{}' has no finite ts and non-negative dur", e.value("name", "?")));
+    }
+    Span s{ts.get<double>(), ts.get<double>() + dur.get<double>(),
+           text_of(e.value("pid", nlohmann::json())) + "/" + text_of(e.value("tid", nlohmann::json())), "", 0};
+    const std::string name = e.value("name", "");
+    if (name.starts_with(kPrefix)) s.label = key_of_label(name, source);
+    spans.push_back(std::move(s));
+  }
+  // Per thread, by start (the longer first at equal starts): a span's parent is the innermost open one.
+  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start_us != b.start_us) return a.start_us < b.start_us;
+    return a.end_us > b.end_us;
+  });
+  TraceFit fit;
+  fit.engine = base;
+  double top_level_busy_us = 0;
+  std::vector<std::size_t> open;  // indices into spans, outermost first
+  std::vector<std::size_t> labelled_open;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    auto closed = [&](std::size_t j) { return spans[j].thread != s.thread || spans[j].end_us <= s.start_us; };
+    while (!open.empty() && closed(open.back())) open.pop_back();
+    while (!labelled_open.empty() && closed(labelled_open.back())) labelled_open.pop_back();
+    if (open.empty()) {
+      ++fit.top_level_ops;
+      top_level_busy_us += s.end_us - s.start_us;
+    }
+    if (!s.label.empty()) {
+      if (!labelled_open.empty()) spans[labelled_open.back()].nested_labelled_us += s.end_us - s.start_us;
+      labelled_open.push_back(i);
+    }
+    open.push_back(i);
+  }
+  std::map<std::string, std::vector<double>> own_s;
+  for (const Span& s : spans) {
+    if (!s.label.empty()) own_s[s.label].push_back(std::max(0.0, s.end_us - s.start_us - s.nested_labelled_us) * 1e-6);
+  }
+  if (own_s.empty()) {
+    throw InputError({source, 0, 0, "traceEvents"},
+                     fmt::format("no span is labelled; wrap the calls to price in torch.profiler.record_function with "
+                                 "one of {}", fmt::join(trace_labels(), ", ")));
+  }
+  for (const auto& [key, values] : own_s) {
+    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+    FittedCost& c = fit.fitted[key];
+    c = {values.size(), median(values), *lo, *hi};
+    for (const HostCostField& f : host_cost_fields()) {
+      if (f.key == key) fit.engine.host.*f.member = c.median_s;
+    }
+    fit.engine.sources[key] = fmt::format("fitted to {}: the median own host time of {} spans labelled '{}{}' "
+                                          "({:.2f} to {:.2f} us)",
+                                          path.filename().string(), values.size(), kPrefix,
+                                          key.substr(0, key.size() - 3), c.min_s * 1e6, c.max_s * 1e6);
+  }
+  fit.host_s_per_top_level_op = fit.top_level_ops ? top_level_busy_us * 1e-6 / static_cast<double>(fit.top_level_ops) : 0;
+  return fit;
+}
+
+}  // namespace kareus::engine

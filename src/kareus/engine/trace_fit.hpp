@@ -1,0 +1,49 @@
+// An engine's host costs fitted to a PyTorch profiler trace (Chrome trace JSON, as
+// torch.profiler's export_chrome_trace writes it, in either its Kineto form {"traceEvents": [...]}
+// or the legacy list of events). The run being traced names each framework call it wants priced
+// with torch.profiler.record_function("kareus:<constant>"), for <constant> one of the engine's host
+// costs without its unit (partition_op, layer_op, collective_call, event, partition, instruction):
+//
+//   with record_function("kareus:layer_op"):
+//       y = self.fc1(x)
+//
+// Each constant becomes the median, over its labelled spans, of the span's own host time (its
+// duration less the labelled spans nested in it, so a partition's own cost leaves out its ops).
+// Constants without a labelled span keep the base engine's value. The trace's other CPU ops are
+// only counted: how many top-level ops each host thread ran, and their host time per op.
+//
+// Thread-safety: pure functions.
+// Example:
+//   TraceFit fit = fit_engine_trace(load_engine("megatron-te-eager"), "trace.json");
+//   write(to_json(fit.engine));
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "kareus/engine/engine.hpp"
+
+namespace kareus::engine {
+
+struct FittedCost {
+  std::size_t spans = 0;
+  double median_s = 0;
+  double min_s = 0, max_s = 0;
+};
+
+struct TraceFit {
+  EngineSpec engine;                         // the base, with every labelled constant fitted
+  std::map<std::string, FittedCost> fitted;  // by host cost key, e.g. "layer_op_us"
+  std::size_t top_level_ops = 0;             // CPU ops not nested in another, on every thread
+  double host_s_per_top_level_op = 0;        // their busy time over their count
+};
+
+// InputError naming the file for anything that is not such a trace, for a label that names no
+// host cost ("kareus:typo", listing the known ones), and when no span is labelled at all.
+TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& trace);
+
+// The labels a trace may carry: "kareus:partition_op", ...
+std::vector<std::string> trace_labels();
+
+}  // namespace kareus::engine
