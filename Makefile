@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 
-.PHONY: deps configure build run test bench clean
+.PHONY: deps configure build tool run test bench clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -14,9 +14,13 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
+# The command-line tool alone, without the test and bench binaries.
+tool: configure
+	@cmake --build $(BUILD) -j$(JOBS) --target kareus
+
 # The main job on the built-in default: `kareus plan` for Llama 3.2 3B, TP 8, PP 2, 8 microbatches of
 # 8 at sequence 4096, on the simulated A100 SXM4 40GB; writes kareus-out/.
-run: build
+run: tool
 	$(BUILD)/kareus plan --out kareus-out
 
 test: build
