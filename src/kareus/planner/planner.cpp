@@ -225,6 +225,7 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
                             const PlannerOptions& options, MeasurementCache& cache) {
   MethodResult result;
   result.method = method;
+  result.engine = options.engine.name;
   result.schedule = options.schedule;
   result.virtual_stages = options.virtual_stages;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
@@ -383,6 +384,8 @@ plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline:
   pipeline::InstructionDag dag(schedule);
   plan::PlanContext context{result.schedule, job.parallel.microbatches, result.p_static_w, result.unit_time_s,
                             {{"method", std::string(to_string(result.method))}, {"job", job.name}}};
+  // Which host the instruction times assume: `kareus simulate` replays the plan under it.
+  if (!result.engine.empty()) context.source["engine"] = result.engine;
   return plan::make_plan(result.table, dag, point, context);
 }
 

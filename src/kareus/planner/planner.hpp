@@ -68,6 +68,7 @@ struct MethodResult {
   int virtual_stages = 1;
   double p_static_w = 0;
   double unit_time_s = 0;
+  std::string engine;  // the engine the instructions were composed under (engine::EngineSpec::name; empty: idle)
   pipeline::OptionTable table;
   std::vector<pipeline::FrontierPoint> frontier;  // Pareto, time ascending; plans index `table`
   std::size_t measurements = 0;                   // evaluator calls this method made
