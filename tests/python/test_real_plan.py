@@ -109,6 +109,52 @@ def test_zeus_pipeline_frequency_optimizer_runs_the_plan(planned):
                                           gpus=[kareus.FakeGpu()])
 
 
+def test_gpu_timed_cursor_and_optimizer_set_each_clock_when_the_gpu_gets_there(planned):
+    """With a (fake) stream the host issues the whole iteration ahead of the GPU, yet each clock is
+    asked for only when the GPU reaches its instruction: the plan's clock at every GPU start."""
+    plan = json.loads((planned / "plan.json").read_text())
+    instructions = plan["stages"][0]["instructions"]
+    gpu = kareus.FakeGpu()
+    with kareus.FrequencyController([gpu]) as controller:
+        cursor = kareus.PlanCursor(str(planned / "plan.json"), stage=0, controller=controller)
+        stream = kareus.FakeStream()
+        cursor.set_stream(stream)
+        assert cursor.gpu_timed
+        starts = []
+        for ins in instructions:
+            starts.append(stream.device_free_s)
+            cursor.on_instruction_begin(ins["type"], ins["microbatch"])
+            stream.enqueue_work(ins["time_s"])
+        controller.wait_idle()
+        assert gpu.locked_sm_clock_mhz is None, "nothing is asked for before the GPU gets there"
+        for start, ins in zip(starts, instructions):
+            stream.run_until(start)
+            controller.wait_idle()
+            assert gpu.locked_sm_clock_mhz == round(ins["freq_mhz"])
+        stream.drain()
+        cursor.on_step_end()
+        cursor.set_stream(None)
+        assert not cursor.gpu_timed
+
+    gpu = kareus.FakeGpu()
+    stream = kareus.FakeStream()
+    with kareus.PipelineFrequencyOptimizer(
+            0, 0, 0, 0, 0, 1, plan["num_stages"], 8, 16, plan=str(planned / "plan.json"), gpus=[gpu],
+            sync=False, stream=stream) as pfo:
+        pfo.on_step_begin()
+        first = instructions[0]
+        pfo.on_instruction_begin(first["type"])
+        pfo.frequency_controller.wait_idle()
+        assert gpu.locked_sm_clock_mhz is None
+        stream.drain()
+        pfo.frequency_controller.wait_idle()
+        assert gpu.locked_sm_clock_mhz == round(first["freq_mhz"])
+    with pytest.raises(kareus.InputError, match="sync=False"):
+        kareus.PipelineFrequencyOptimizer(0, 0, 0, 0, 0, 1, plan["num_stages"], 8, 16,
+                                          plan=str(planned / "plan.json"), gpus=[kareus.FakeGpu()],
+                                          stream=kareus.FakeStream())
+
+
 def test_zeus_monitor_answers_as_zeus_does(tmp_path):
     clock = kareus.ManualClock()
     gpus = [kareus.FakeGpu(index=i, clock=clock) for i in range(2)]

@@ -151,6 +151,91 @@ TEST(RealPlanCursor, CCursorReturnsThePlansKnobSchema) {
   }
 }
 
+// A marker queue a C caller keeps: markers fire, in order, when the test says the GPU got there.
+struct CMarkerQueue {
+  std::vector<std::pair<kareus_gpu_callback, void*>> pending;
+  static int enqueue(void* user, kareus_gpu_callback fn, void* arg) {
+    static_cast<CMarkerQueue*>(user)->pending.emplace_back(fn, arg);
+    return 0;
+  }
+  void fire_next() {
+    ASSERT_FALSE(pending.empty());
+    auto [fn, arg] = pending.front();
+    pending.erase(pending.begin());
+    fn(arg);
+  }
+};
+
+// GPU-timed clocks on the planner's real plans, through the C++ and the C cursor: the host issues a
+// whole iteration at once (far ahead of the GPU) and still every instruction begins at its clock,
+// the clock being asked for only when the GPU reaches the instruction's marker.
+TEST(RealPlanCursor, GpuTimedCursorsSetEachClockWhenTheGpuReachesTheInstruction) {
+  for (const auto& [variant, flags] : kVariants) {
+    SCOPED_TRACE(variant);
+    const nlohmann::json plan = raw(plan_path(variant));
+    for (int s = 0; s < plan["num_stages"].get<int>(); ++s) {
+      const auto& instructions = plan["stages"][s]["instructions"];
+      // C++: a fake stream, the work of each instruction its planned time.
+      auto gpu = std::make_shared<FakeGpu>(make_fake_gpu_config());
+      FrequencyController controller({gpu});
+      PlanCursor cursor = PlanCursor::open(plan_path(variant), s, &controller);
+      auto stream = std::make_shared<FakeStream>();
+      cursor.set_stream(stream);
+      std::vector<double> starts;
+      for (const auto& ins : instructions) {
+        starts.push_back(stream->device_free_s());
+        cursor.on_instruction_begin(ins["type"].get<std::string>(), ins["microbatch"].get<int>());
+        stream->enqueue_work(ins["time_s"].get<double>());
+      }
+      controller.wait_idle();
+      EXPECT_FALSE(gpu->locked_sm_clocks_mhz()) << "no clock is asked for before the GPU gets there";
+      for (std::size_t k = 0; k < instructions.size(); ++k) {
+        stream->run_until(starts[k]);
+        controller.wait_idle();
+        ASSERT_TRUE(gpu->locked_sm_clocks_mhz());
+        EXPECT_EQ(gpu->locked_sm_clocks_mhz()->second, instructions[k]["freq_mhz"].get<int>()) << k;
+      }
+      stream->drain();
+      cursor.on_step_end();
+
+      // C: the caller's marker queue.
+      kareus_clock* clock = nullptr;
+      kareus_gpu* cgpu = nullptr;
+      kareus_controller* ccontroller = nullptr;
+      kareus_cursor* ccursor = nullptr;
+      ASSERT_EQ(kareus_clock_new_manual(&clock), KAREUS_OK);
+      ASSERT_EQ(kareus_gpu_open_fake(0, clock, &cgpu), KAREUS_OK);
+      ASSERT_EQ(kareus_controller_new(&cgpu, 1, &ccontroller), KAREUS_OK) << kareus_last_error();
+      ASSERT_EQ(kareus_cursor_new(plan_path(variant).c_str(), -1, s, ccontroller, &ccursor), KAREUS_OK)
+          << kareus_last_error();
+      CMarkerQueue queue;
+      ASSERT_EQ(kareus_cursor_set_marker(ccursor, &CMarkerQueue::enqueue, &queue), KAREUS_OK) << kareus_last_error();
+      for (const auto& ins : instructions) {
+        const char* knobs = nullptr;
+        ASSERT_EQ(kareus_cursor_on_instruction_begin(ccursor, ins["type"].get<std::string>().c_str(),
+                                                     ins["microbatch"].get<int>(), &knobs),
+                  KAREUS_OK)
+            << kareus_last_error();
+      }
+      ASSERT_EQ(queue.pending.size(), instructions.size());
+      for (const auto& ins : instructions) {
+        queue.fire_next();
+        ASSERT_EQ(kareus_controller_wait_idle(ccontroller), KAREUS_OK);
+        int locked = 0, mhz = 0;
+        ASSERT_EQ(kareus_fake_gpu_locked_sm_clock_mhz(cgpu, &locked, &mhz), KAREUS_OK);
+        EXPECT_TRUE(locked);
+        EXPECT_EQ(mhz, ins["freq_mhz"].get<int>());
+      }
+      EXPECT_EQ(kareus_cursor_on_step_end(ccursor), KAREUS_OK) << kareus_last_error();
+      EXPECT_EQ(kareus_cursor_set_marker(ccursor, nullptr, nullptr), KAREUS_OK);
+      kareus_cursor_free(ccursor);
+      kareus_controller_free(ccontroller);
+      kareus_gpu_free(cgpu);
+      kareus_clock_free(clock);
+    }
+  }
+}
+
 // The index of the least-energy plan taking at most `target_s`, else the fastest: brute force
 // over the planner's plans.json.
 std::size_t brute_force_pick(const nlohmann::json& plans, double target_s) {

@@ -301,6 +301,47 @@ kareus_status kareus_cursor_position(const kareus_cursor* cursor, size_t* out_po
       [&] { need(out_position, "out_position") = need(cursor, "cursor").cursor->position(); });
 }
 
+kareus_status kareus_cursor_set_cuda_stream(kareus_cursor* cursor, void* cuda_stream) {
+  return guarded([&] {
+    auto& c = need(cursor, "cursor");
+    c.cursor->set_stream(cuda_stream_marker(cuda_stream), c.controller);
+  });
+}
+
+namespace {
+
+// A marker the C caller enqueues: each callback's closure is handed over through `arg`.
+class CallerMarker final : public StreamMarker {
+ public:
+  CallerMarker(kareus_marker_enqueue caller_enqueue, void* user) : enqueue_(caller_enqueue), user_(user) {}
+  void enqueue(std::function<void()> at_gpu) override {
+    auto closure = std::make_unique<std::function<void()>>(std::move(at_gpu));
+    if (enqueue_(user_, &run, closure.get()) != 0) throw DeviceError("the caller's marker could not be enqueued");
+    closure.release();  // run() owns it now
+  }
+  std::string describe() const override { return "the caller's marker"; }
+
+ private:
+  static void run(void* arg) {
+    std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(arg));
+    try {
+      (*fn)();
+    } catch (...) {  // nothing may unwind into C
+    }
+  }
+  kareus_marker_enqueue enqueue_;
+  void* user_;
+};
+
+}  // namespace
+
+kareus_status kareus_cursor_set_marker(kareus_cursor* cursor, kareus_marker_enqueue enqueue, void* user) {
+  return guarded([&] {
+    auto& c = need(cursor, "cursor");
+    c.cursor->set_stream(enqueue ? std::make_shared<CallerMarker>(enqueue, user) : nullptr, c.controller);
+  });
+}
+
 void kareus_cursor_free(kareus_cursor* cursor) {
   delete cursor;
 }

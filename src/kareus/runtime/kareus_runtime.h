@@ -117,6 +117,20 @@ kareus_status kareus_cursor_set_target_time(kareus_cursor* cursor, double target
                                             long effective_iteration, size_t* out_plan_index);
 kareus_status kareus_cursor_on_straggler(kareus_cursor* cursor, double iteration_time_s,
                                          long effective_iteration, size_t* out_plan_index);
+/* GPU-timed clocks: from the next instruction on, the cursor asks for each instruction's clock when
+ * the GPU reaches it on the framework's CUDA stream (a cudaStream_t or CUstream, NULL the legacy
+ * default stream), through a marker it enqueues there (the CUDA driver's cuLaunchHostFunc, loaded
+ * at run time); the host never waits. Call it on a thread where the stream's context is current.
+ * Without it, the clock is asked for when the host begins the instruction. KAREUS_ERROR_DEVICE
+ * when the CUDA driver cannot be loaded. */
+kareus_status kareus_cursor_set_cuda_stream(kareus_cursor* cursor, void* cuda_stream);
+/* The same through the caller's own marker: `enqueue(user, fn, arg)` must arrange for fn(arg) to
+ * run once the GPU reaches the point where it is called, exactly once, and return 0 (non-zero: the
+ * marker could not be enqueued, a device error). fn may run on any thread. NULL enqueue: back to
+ * host-timed clocks. */
+typedef void (*kareus_gpu_callback)(void* arg);
+typedef int (*kareus_marker_enqueue)(void* user, kareus_gpu_callback fn, void* arg);
+kareus_status kareus_cursor_set_marker(kareus_cursor* cursor, kareus_marker_enqueue enqueue, void* user);
 /* The plan the running iteration follows (its index in the frontier), and its time and energy. */
 kareus_status kareus_cursor_plan_index(const kareus_cursor* cursor, size_t* out_plan_index,
                                        double* out_time_s, double* out_energy_j);

@@ -215,8 +215,20 @@ const CommKnobs& PlanCursor::on_instruction_begin(pipeline::OptionSlot type,
                     describe(position_), pipeline::to_string(p.plan.schedule),
                     p.plan.num_microbatches));
   }
-  if (controller_) controller_->request_sm_clock(p.clocks_mhz[position_]);
+  const int clock_mhz = p.clocks_mhz[position_];
+  if (controller_ && stream_) {
+    stream_->enqueue([controller = controller_, keep = controller_owner_, clock_mhz] {
+      controller->request_sm_clock(clock_mhz);
+    });
+  } else if (controller_) {
+    controller_->request_sm_clock(clock_mhz);
+  }
   return p.knobs[position_++];
+}
+
+void PlanCursor::set_stream(std::shared_ptr<StreamMarker> stream, std::shared_ptr<FrequencyController> controller_owner) {
+  stream_ = std::move(stream);
+  controller_owner_ = stream_ ? std::move(controller_owner) : nullptr;
 }
 
 void PlanCursor::on_step_end() {

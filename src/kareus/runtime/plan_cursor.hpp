@@ -14,6 +14,13 @@
 // the iteration it takes effect at: give every rank the same value (e.g. the step number agreed
 // with the straggler report, plus one), and it switches at the same iteration on all of them.
 //
+// When the clock changes: by default the clock is asked for when the host begins the instruction,
+// which in a framework that runs ahead of the GPU is early (the previous instruction's tail runs
+// at it), unless the loop synchronises the device first, as Zeus's optimizer does, at the cost of
+// the host's issue latency at every instruction. Given the framework's stream (set_stream), the
+// cursor enqueues a marker there instead and the clock is asked for when the GPU reaches the
+// instruction, the host never waiting (stream_marker.hpp).
+//
 // Thread-safety: not thread-safe; one cursor per rank, driven from the training loop's thread.
 // Example:
 //   PlanCursor cursor = PlanCursor::open_frontier("plans.json", /*stage=*/rank, &controller);
@@ -29,6 +36,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +45,7 @@
 #include "kareus/plan/plan.hpp"
 #include "kareus/plan/select.hpp"
 #include "kareus/runtime/frequency_controller.hpp"
+#include "kareus/runtime/stream_marker.hpp"
 
 namespace kareus::runtime {
 
@@ -72,6 +81,13 @@ class PlanCursor {
                                         std::optional<int> microbatch = std::nullopt);
   const CommKnobs& on_instruction_begin(pipeline::OptionSlot type,
                                         std::optional<int> microbatch = std::nullopt);
+  // From the next instruction on, ask for each clock when the GPU reaches the instruction on
+  // `stream` (null: when the host begins it, the default). Every pending marker keeps
+  // `controller_owner` alive when given (the C and Python APIs pass theirs); otherwise the
+  // controller must outlive the stream's pending work.
+  void set_stream(std::shared_ptr<StreamMarker> stream, std::shared_ptr<FrequencyController> controller_owner = {});
+  bool gpu_timed() const { return stream_ != nullptr; }
+
   // Ends the iteration. Throws InputError when some of its instructions were not run; the cursor
   // rewinds to the iteration's start either way, and a switch due at the next iteration happens.
   void on_step_end();
@@ -115,6 +131,8 @@ class PlanCursor {
 
   int stage_ = 0;
   FrequencyController* controller_ = nullptr;
+  std::shared_ptr<StreamMarker> stream_;
+  std::shared_ptr<FrequencyController> controller_owner_;
   std::string source_;
   std::vector<StagePlan> plans_;
   std::size_t plan_index_ = 0;

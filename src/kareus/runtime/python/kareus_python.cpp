@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -241,6 +242,18 @@ PYBIND11_MODULE(_kareus, m) {
         self.stop();
       });
 
+  py::class_<FakeStream, std::shared_ptr<FakeStream>>(
+      m, "FakeStream",
+      "A stand-in for a CUDA stream in tests: the host enqueues work of a duration (enqueue_work) and "
+      "the cursor its markers; run_until(t) advances the device's time, firing every marker the device "
+      "has reached.")
+      .def(py::init<>())
+      .def("enqueue_work", &FakeStream::enqueue_work, "duration_s"_a)
+      .def("run_until", &FakeStream::run_until, "time_s"_a)
+      .def("drain", &FakeStream::drain)
+      .def_property_readonly("now_s", &FakeStream::now_s)
+      .def_property_readonly("device_free_s", &FakeStream::device_free_s);
+
   py::class_<PyPlanCursor>(m, "PlanCursor",
                            "Walks one pipeline stage through a plan: checks each instruction, asks "
                            "the controller for its clock and returns its communication knobs. "
@@ -274,6 +287,24 @@ PYBIND11_MODULE(_kareus, m) {
           "Checks the instruction, requests its clock and returns its knobs: {'partitions': "
           "[{'key', 'slot', 'sms'}, ...], 'recompute': [...]} (docs/plan-format.md).")
       .def("on_step_end", [](PyPlanCursor& self) { self.cursor->on_step_end(); })
+      .def(
+          "set_stream",
+          [](PyPlanCursor& self, py::object stream) {
+            if (stream.is_none()) {
+              self.cursor->set_stream(nullptr);
+            } else if (py::isinstance<FakeStream>(stream)) {
+              self.cursor->set_stream(stream.cast<std::shared_ptr<FakeStream>>(), self.controller);
+            } else {
+              const auto handle = stream.cast<std::uintptr_t>();
+              self.cursor->set_stream(cuda_stream_marker(reinterpret_cast<void*>(handle)), self.controller);
+            }
+          },
+          "stream"_a,
+          "GPU-timed clocks: from the next instruction on, ask for each clock when the GPU reaches the "
+          "instruction on `stream` (an int CUDA stream handle such as "
+          "torch.cuda.current_stream().cuda_stream, or a FakeStream), the host never waiting; None: when "
+          "the host begins it (the default).")
+      .def_property_readonly("gpu_timed", [](const PyPlanCursor& self) { return self.cursor->gpu_timed(); })
       .def(
           "set_target_time",
           [](PyPlanCursor& self, double target_time_s, long iteration) {

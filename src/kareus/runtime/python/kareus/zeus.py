@@ -42,6 +42,15 @@ def _is_plan_set(path) -> bool:
     return isinstance(doc, dict) and doc.get("format") == "kareus-plan-set"
 
 
+def _framework_stream(device_id: int) -> int:
+    """The handle of PyTorch's current CUDA stream on `device_id`, for GPU-timed clocks."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        raise _kareus.InputError("PipelineFrequencyOptimizer(sync=False): no PyTorch CUDA stream here; pass "
+                                 "stream= (a CUDA stream handle, or a kareus.FakeStream)")
+    return torch.cuda.current_stream(device_id).cuda_stream
+
+
 class PipelineFrequencyOptimizer:
     """Zeus's PipelineFrequencyOptimizer client, run from a local Kareus plan.
 
@@ -54,13 +63,21 @@ class PipelineFrequencyOptimizer:
     of a set; otherwise a set is loaded whole as a frontier and `start` picks the first plan),
     gpus (devices to control; default kareus.nvml_gpu(device_id)), controller (an existing
     FrequencyController to use instead; it is then not stopped by close()).
+
+    When clocks change: by default as Zeus does it, synchronising the device at every
+    on_instruction_begin so the clock lands on the instruction, at the cost of the host's issue
+    latency at every instruction (the GPU waits while the host issues the first kernels). With
+    sync=False the host never waits: the clock is asked for when the GPU reaches the instruction on
+    `stream` (an int CUDA stream handle, default torch.cuda.current_stream(device_id), or a
+    kareus.FakeStream in tests), through a marker the cursor enqueues there.
     """
 
     def __init__(self, rank: int, dp_rank: int, pp_rank: int, tp_rank: int, device_id: int,
                  dp_degree: int, pp_degree: int, tp_degree: int, world_size: int,
                  server_url: str | None = None, job_metadata: str | None = None, *,
                  plan: str | os.PathLike | None = None, plan_index: int | None = None,
-                 start: str = "max-throughput", gpus=None, controller=None) -> None:
+                 start: str = "max-throughput", gpus=None, controller=None, sync: bool = True,
+                 stream=None) -> None:
         if plan is None:
             if server_url is None:
                 raise _kareus.InputError("PipelineFrequencyOptimizer: give plan= (a Kareus plan.json "
@@ -95,6 +112,17 @@ class PipelineFrequencyOptimizer:
         except BaseException:
             self.close()
             raise
+        self.sync = sync
+        if sync and stream is not None:
+            self.close()
+            raise _kareus.InputError("PipelineFrequencyOptimizer: stream= is for sync=False (GPU-timed clocks); "
+                                     "with sync=True the device is synchronised instead")
+        if not sync:
+            try:
+                self.cursor.set_stream(_framework_stream(device_id) if stream is None else stream)
+            except BaseException:
+                self.close()
+                raise
         self._running: str | None = None
         self.knobs: dict = {"partitions": [], "recompute": []}
 
@@ -113,7 +141,8 @@ class PipelineFrequencyOptimizer:
         """Checks that `name` ("forward", "backward", or zb-h1's "backward_input" and
         "backward_weight") is the plan's next instruction, sets its
         clock and returns its communication knobs (also kept as self.knobs)."""
-        _synchronize([self.device_id])
+        if self.sync:
+            _synchronize([self.device_id])
         self.knobs = self.cursor.on_instruction_begin(name)
         self._running = name
         return self.knobs
