@@ -2,7 +2,9 @@
 # Checks Kareus's GPU control on this machine's NVIDIA GPU, in well under 5 minutes: lists the
 # clocks, measures how long locking the SM clock takes, runs the same busy CUDA kernel at the
 # highest and a low clock (time, energy, power of each) through the frequency controller and the
-# energy monitor, and shows the clocks were reset after.
+# energy monitor, times a GPU-timed clock change (a marker on the stream) and the host time per
+# instruction it saves against a loop that synchronises at every instruction, and shows the clocks
+# were reset after.
 #
 # Where there is no NVIDIA GPU it still builds the check and says so, exiting 0. Without the CUDA
 # toolkit the busy-kernel part is skipped. Clock setting needs root or CAP_SYS_ADMIN.

@@ -1,13 +1,15 @@
 // kareus_gpu_check (run by scripts/gpu-check.sh): on a machine with an NVIDIA GPU, lists its
 // clocks, measures how long locking the SM clock takes, runs the same busy kernel at the highest
 // and a low clock through the frequency controller and the energy monitor (time, energy, power),
-// and shows the clocks were reset after. Without a GPU it says so and exits 0; without the CUDA
+// times a GPU-timed clock change (a stream marker) and the host time it saves against a loop that
+// synchronises at every instruction, and shows the clocks were reset after. Without a GPU it says so and exits 0; without the CUDA
 // toolkit at build time it skips the kernel.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <numeric>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "kareus/runtime/energy_monitor.hpp"
 #include "kareus/runtime/frequency_controller.hpp"
 #include "kareus/runtime/nvml_gpu.hpp"
+#include "kareus/runtime/stream_marker.hpp"
 
 #ifdef KAREUS_HAVE_CUDA
 #include "busy_kernel.hpp"
@@ -46,6 +49,67 @@ LatencySummary summarize(std::vector<double> seconds) {
   return {seconds[seconds.size() / 2] * 1e3, sum / static_cast<double>(seconds.size()) * 1e3,
           seconds.back() * 1e3};
 }
+
+#ifdef KAREUS_HAVE_CUDA
+// GPU-timed clocks (PlanCursor::set_stream): a marker behind queued work fires when the GPU reaches
+// it, and the controller then sets the clock. Measures when the marker fires against when the work
+// before it ends, how long after it the new clock is in effect, and the host time per instruction
+// of a loop that synchronises at every instruction (Zeus's optimizer) against one that enqueues a
+// marker instead.
+void gpu_timed_check(NvmlGpu& gpu, FrequencyController& controller, int max_mhz, int low_mhz, double per_launch_s) {
+  auto cuda = [](const std::string& error) {
+    if (!error.empty()) throw kareus::DeviceError("CUDA: " + error);
+  };
+  auto marker = cuda_stream_marker(nullptr);  // the legacy default stream the busy kernel runs on
+  controller.request_sm_clock(max_mhz);
+  controller.wait_idle();
+  const long launches = std::max(1L, static_cast<long>(0.3 / per_launch_s));
+  std::atomic<double> fired_s{-1};
+  const auto t0 = std::chrono::steady_clock::now();
+  cuda(cuda_check::busy_start(launches));
+  marker->enqueue([&] {
+    fired_s = seconds_since(t0);
+    controller.request_sm_clock(low_mhz);
+  });
+  const double enqueued_s = seconds_since(t0);
+  double in_effect_s = -1;
+  while (seconds_since(t0) < 5 && in_effect_s < 0) {
+    if (fired_s >= 0 && gpu.current_sm_clock_mhz() <= low_mhz + 15) in_effect_s = seconds_since(t0);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  double work_s = 0;
+  cuda(cuda_check::busy_wait(&work_s));
+  fmt::print(
+      "\nGPU-timed clock change (a marker after {:.0f} ms of queued work, enqueued in {:.3f} ms):\n"
+      "  marker fired at {:.2f} ms (the work took {:.2f} ms on the GPU); {} MHz in effect {:.2f} ms after the marker\n",
+      work_s * 1e3, enqueued_s * 1e3, fired_s * 1e3, work_s * 1e3, low_mhz,
+      in_effect_s < 0 ? -1.0 : (in_effect_s - fired_s) * 1e3);
+
+  // 20 instructions of about 2 ms each: the host's time per instruction either way.
+  const long per_instruction = std::max(1L, static_cast<long>(2e-3 / per_launch_s));
+  double gpu_s = 0, sync_host_s = 0;
+  for (int k = 0; k < 20; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    cuda(cuda_check::busy_wait(&gpu_s));  // the device drained, as torch.cuda.synchronize does
+    controller.request_sm_clock(k % 2 ? max_mhz : low_mhz);
+    cuda(cuda_check::busy_start(per_instruction));
+    sync_host_s += seconds_since(start);
+  }
+  cuda(cuda_check::busy_wait(&gpu_s));
+  const auto start = std::chrono::steady_clock::now();
+  for (int k = 0; k < 20; ++k) {
+    const int mhz = k % 2 ? max_mhz : low_mhz;
+    marker->enqueue([&controller, mhz] { controller.request_sm_clock(mhz); });
+    cuda(cuda_check::busy_start(per_instruction));
+  }
+  const double timed_host_s = seconds_since(start);
+  cuda(cuda_check::busy_wait(&gpu_s));
+  fmt::print("  host time per instruction: {:.3f} ms synchronising, {:.3f} ms GPU-timed (20 instructions of "
+             "{:.2f} ms)\n",
+             sync_host_s / 20 * 1e3, timed_host_s / 20 * 1e3, static_cast<double>(per_instruction) * per_launch_s * 1e3);
+  controller.wait_idle();
+}
+#endif
 
 int run(int cuda_index, double target_s) {
   std::shared_ptr<NvmlGpu> gpu;
@@ -143,6 +207,7 @@ int run(int cuda_index, double target_s) {
       fmt::print("  {:>11} {:>10.3f} {:>10.3f} {:>11.1f} {:>10.1f} {:>12} MHz\n", mhz, m.elapsed_s,
                  gpu_s, m.total_energy_j(), m.total_energy_j() / m.elapsed_s, seen_mhz);
     }
+    gpu_timed_check(*gpu, controller, max_mhz, low_mhz, per_launch_s);
     controller.stop();
     fmt::print("\nFrequency controller:\n  {}", controller.report());
   }
