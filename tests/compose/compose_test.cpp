@@ -161,21 +161,32 @@ TEST(Compose, OverheadFactorScalesTimeAndEnergy) {
               1.15 * plain.at(1, InstructionType::kBackward)[0].energy_j, 1e-9);
 }
 
-// The composed options at a clock equal the Pareto set of brute-force sums over every choice.
-RC_GTEST_PROP(Compose, MatchesBruteForceParetoSums, ()) {
+// A job small enough to brute-force: one layer per stage, no recompute.
+Job one_layer_per_stage() {
   Job s;
   s.parallel.layers_per_stage = {1, 1};
   s.parallel.checkpointing = workload::Checkpointing::kNone;
+  return s;
+}
+
+// One to three random knobs per key at 1410 MHz, each key's a little different from the others'.
+PartitionPoints random_points(const Job& s) {
   const int knobs = *rc::gen::inRange(1, 4);
   std::vector<std::pair<double, double>> base;
   for (int k = 0; k < knobs; ++k) base.emplace_back(*rc::gen::inRange(5, 20) / 10.0, *rc::gen::inRange(5, 40));
   PartitionPoints points = uniform_points(s, {1410}, base);
-  // Perturb each key's points so keys differ.
   int salt = 0;
   for (auto& [key, list] : points) {
     ++salt;
     for (auto& p : list) p.time_s *= 1 + 0.01 * (salt % 7), p.energy_j *= 1 + 0.013 * (salt % 5);
   }
+  return points;
+}
+
+// The composed options at a clock equal the Pareto set of brute-force sums over every choice.
+RC_GTEST_PROP(Compose, MatchesBruteForceParetoSums, ()) {
+  Job s = one_layer_per_stage();
+  PartitionPoints points = random_points(s);
   const double p_static = 60;
   auto table = compose_option_table(s.model, s.parallel, points, {.p_static_w = p_static});
   for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
@@ -210,18 +221,8 @@ RC_GTEST_PROP(Compose, MatchesBruteForceParetoSums, ()) {
 // GPU and host sums, its idle time charged at P_static: pruning by GPU time, host time and effective
 // energy loses no plan.
 RC_GTEST_PROP(Compose, MatchesBruteForceUnderAnEngine, ()) {
-  Job s;
-  s.parallel.layers_per_stage = {1, 1};
-  s.parallel.checkpointing = workload::Checkpointing::kNone;
-  const int knobs = *rc::gen::inRange(1, 4);
-  std::vector<std::pair<double, double>> base;
-  for (int k = 0; k < knobs; ++k) base.emplace_back(*rc::gen::inRange(5, 20) / 10.0, *rc::gen::inRange(5, 40));
-  PartitionPoints points = uniform_points(s, {1410}, base);
-  int salt = 0;
-  for (auto& [key, list] : points) {
-    ++salt;
-    for (auto& p : list) p.time_s *= 1 + 0.01 * (salt % 7), p.energy_j *= 1 + 0.013 * (salt % 5);
-  }
+  Job s = one_layer_per_stage();
+  PartitionPoints points = random_points(s);
   const double p_static = 60;
   engine::EngineSpec engine;  // costs in seconds, to be as large as these partitions' times
   engine.host.partition_op_s = *rc::gen::inRange(0, 60) / 100.0;
