@@ -1,6 +1,7 @@
 // `kareus simulate` on plans the real producers wrote: `kareus plan` (the default job, 1F1B) and
 // `kareus frontier` (the measured GPT-3 profile, interleaved), and a zb-h1 plan: with no transfer time, no switch
-// latency and no jitter the replay is the plan; with them it is slower, never faster.
+// latency and no jitter the replay is the plan; with them it is slower, never faster. And the three
+// alignments of clock requests side by side, under the engine the plan names.
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -72,6 +73,43 @@ TEST_F(SimulateCli, ReproducesInterleavedFrontierPlansAndJitterIsSeeded) {
   EXPECT_EQ(a["time_s"], b["time_s"]);
   EXPECT_NE(a["time_s"], c["time_s"]);
   expect_one_line_error(run("simulate --plan " + plans + " --index 1 --no-p2p --jitter -1"), "--jitter");
+}
+
+TEST_F(SimulateCli, PrintsTheThreeAlignmentsUnderThePlansEngine) {
+  ASSERT_EQ(run("plan --out " + path("out")).exit_code, 0);
+  const std::string plan = path("out/plan.json");
+  const CliResult table = run("simulate --plan " + plan);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  for (const std::string row : {"\n  plan ", "\n  sync ", "\n  gpu-timed ", "\n  host-timed (lead 1) "}) {
+    EXPECT_TRUE(contains(table.out, row)) << row << " in:\n" << table.out;
+  }
+  EXPECT_TRUE(contains(table.out, "Engine megatron-te-eager: 38.9 us")) << table.out;
+
+  // Nothing added: synced is the plan, GPU-timed saves the exposure, host-timed clocks land early.
+  const nlohmann::json f = figures(run("simulate --plan " + plan + " --no-p2p --switch-latency-ms 0 --json"));
+  EXPECT_EQ(f["alignment"], "sync");
+  EXPECT_EQ(f["engine"], "megatron-te-eager");
+  ASSERT_EQ(f["alignments"].size(), 3u);
+  const auto& sync = f["alignments"][0];
+  const auto& gpu = f["alignments"][1];
+  const auto& host = f["alignments"][2];
+  EXPECT_EQ(sync["alignment"], "sync");
+  EXPECT_EQ(sync["time_s"], f["time_s"]);
+  EXPECT_EQ(gpu["alignment"], "gpu-timed");
+  EXPECT_LT(gpu["time_s"].get<double>(), sync["time_s"].get<double>());
+  EXPECT_EQ(gpu["early_clock_changes"], 0);
+  EXPECT_EQ(host["alignment"], "host-timed");
+  EXPECT_GT(host["early_clock_changes"].get<int>(), 0);
+
+  // One alignment asked for: its figures alone; an engine that never syncs exposes nothing.
+  const nlohmann::json idle = figures(run("simulate --plan " + plan +
+                                          " --no-p2p --switch-latency-ms 0 --json --alignment gpu-timed --engine kareus-executor"));
+  expect_exact(idle);
+  EXPECT_EQ(idle["alignment"], "gpu-timed");
+  EXPECT_FALSE(idle.contains("alignments"));
+
+  expect_one_line_error(run("simulate --plan " + plan + " --alignment nope"), "--alignment");
+  expect_one_line_error(run("simulate --plan " + plan + " --host-lead 0"), "--host-lead");
 }
 
 // A zb-h1 plan of `kareus plan`: its B and W instructions replay on their own clocks, exactly.

@@ -127,16 +127,20 @@ TEST(ArtifactPlans, MissingWorkSaysWhetherTheMissingTimeScalesWithTheGpusTime) {
 // The time scale fit: on the GPU at scale 1, the median of measured over model time of the
 // Perseus plans; under the fitted scale that median is 1 (a uniform scale stretches every plan
 // alike), the nanobatched plans play no part in it, and the bundled preset holds what the fit
-// gives on the bundled plans.
+// gives on the bundled plans under the engine its record names.
 TEST(ArtifactPlans, TheFittedTimeScaleHoldsTheMedianPerseusPlanAndIgnoresTheNanobatchedOnes) {
   const auto plans = read_artifact_plans(kData / "plans.csv", kData / "plan_clocks.csv");
   const hardware::GpuSpec preset = hardware::load_gpu_preset("a100-sxm4-40gb");
   hardware::GpuSpec gpu = preset;
   gpu.time_scale = 1;
+  PlannerOptions measured_through;
+  measured_through.engine = engine::load_engine(preset.calibration.at("time_scale").at("engine").get<std::string>());
+  const TimeScaleFit preset_fit =
+      fit_time_scale(check_plans(plans, evaluate::make_simulated_evaluator(gpu), measured_through, false), 1);
+  EXPECT_NEAR(preset_fit.time_scale, preset.time_scale, 1e-9 * preset.time_scale);
   const PlanCheck at_one = check_plans(plans, evaluate::make_simulated_evaluator(gpu), {}, false);
   const TimeScaleFit fit = fit_time_scale(at_one, 1);
   EXPECT_EQ(fit.plans, 45u);
-  EXPECT_NEAR(fit.time_scale, preset.time_scale, 1e-9 * preset.time_scale);
 
   std::vector<ReferencePlan> perseus, nanobatched;
   for (const auto& p : plans) (p.method == Method::kPerseus ? perseus : nanobatched).push_back(p);

@@ -1,6 +1,6 @@
 // The event simulator against closed forms it must meet: the plan itself when nothing is added,
-// the textbook pipeline with transfer time, a clock change that arrives late, seeded jitter; and
-// the trace it writes.
+// the textbook pipeline with transfer time, a clock change that arrives late, seeded jitter, the
+// three alignments of clock requests against the GPU's work; and the trace it writes.
 #include "kareus/sim/simulator.hpp"
 
 #include <gtest/gtest.h>
@@ -120,6 +120,160 @@ RC_GTEST_PROP(Simulator, TransfersNeverSpeedUpAndLateClocksStayBetweenBothClocks
       RC_ASSERT(late.instructions[k].start_s >= late.instructions[k - 1].end_s - 1e-15);
     }
   }
+}
+
+// A random plan of any schedule through solved_plan, for the properties.
+plan::Plan any_plan() {
+  const auto [kind, chunks] = *rc::gen::element(std::pair{ScheduleKind::k1F1B, 1}, std::pair{ScheduleKind::kGPipe, 1},
+                                                std::pair{ScheduleKind::kInterleaved1F1B, 2},
+                                                std::pair{ScheduleKind::kZeroBubbleH1, 1});
+  const int stages = *rc::gen::inRange(1, 5);
+  const int microbatches = chunks > 1 ? stages * *rc::gen::inRange(1, 3) : *rc::gen::inRange(1, 7);
+  return solved_plan(kind, stages, microbatches, chunks, *rc::gen::inRange<std::size_t>(0, 40));
+}
+
+SimulationOptions any_options() {
+  SimulationOptions options;
+  options.transfer_bytes = *rc::gen::inRange(0, 100) * 1e6;
+  options.link = [](int, int) { return Link{25e9, 1e-5}; };
+  options.clock_switch_latency_s = *rc::gen::inRange(0, 20) * 1e-3;
+  options.jitter = *rc::gen::element(0.0, 0.02);
+  options.seed = *rc::gen::inRange<std::uint64_t>(1, 1000);
+  return options;
+}
+
+TEST(Simulator, TheThreeAlignmentsOnTwoInstructions) {
+  // The plan of ALateClockRunsTheStartOfItsInstructionAtTheOldClock: forward 10 ms at 1410 MHz, backward 20 ms at 705, each
+  // including e = 1 ms of host exposure; the switch takes 4 ms.
+  plan::Plan plan;
+  plan.schedule = ScheduleKind::k1F1B;
+  plan.num_stages = 1;
+  plan.num_microbatches = 1;
+  plan.p_blocking_w = 50;
+  plan.stages = {{{InstructionType::kForward, 0, 1410, nullptr, 0.010, 3.0},
+                  {InstructionType::kBackward, 0, 705, nullptr, 0.020, 4.0}}};
+  plan.time_s = 0.030;
+  plan.energy_j = 7.0;
+  SimulationOptions options{.clock_switch_latency_s = 0.004, .exposed_host_s = 0.001};
+  auto run = [&](Alignment a) {
+    options.alignment = a;
+    return simulate(plan, options);
+  };
+  // Synced: the forward as planned; the backward's clock, asked for at 10 ms, lands at 14: it
+  // idles 1 ms, runs 3 ms at twice its rate (6 ms of its 19), then 13 ms at its own clock.
+  const SimulationResult sync = run(Alignment::kSync);
+  EXPECT_NEAR(sync.time_s, 0.027, 1e-15);
+  EXPECT_NEAR(sync.instructions[1].old_clock_s, 0.003, 1e-15);
+  EXPECT_EQ(sync.instructions[1].exposed_s, 0.001);
+  EXPECT_EQ(sync.late_clock_changes, 1);
+  // GPU-timed: no exposure; asked for at 9 ms, landing at 13: 4 ms at 1410 (8 ms of work), 11 more.
+  const SimulationResult gpu = run(Alignment::kGpuTimed);
+  EXPECT_NEAR(gpu.time_s, 0.009 + 0.004 + 0.011, 1e-15);
+  EXPECT_EQ(gpu.early_clock_changes, 0);
+  // Host-timed, one instruction ahead: the backward's clock is asked for as the forward starts and
+  // lands at 4 ms, so the forward's last 5 ms of work take 10 at half its clock; the backward 19.
+  const SimulationResult host = run(Alignment::kHostTimed);
+  EXPECT_NEAR(host.time_s, 0.004 + 0.010 + 0.019, 1e-15);
+  EXPECT_NEAR(host.instructions[0].early_clock_s, 0.010, 1e-15);
+  EXPECT_EQ(host.instructions[0].early_freq_mhz, 705);
+  EXPECT_EQ(host.early_clock_changes, 1);
+  EXPECT_EQ(host.late_clock_changes, 0);
+  // The dynamic energy is the plan's in every alignment, P_blocking over the realised time.
+  for (const SimulationResult* r : {&sync, &gpu, &host}) {
+    EXPECT_NEAR(r->energy_j, 7.0 - 50 * 0.030 + 50 * r->time_s, 1e-12);
+  }
+}
+
+RC_GTEST_PROP(Simulator, WithoutExposureSyncIsGpuTimedToTheBit, ()) {
+  const plan::Plan plan = any_plan();
+  SimulationOptions options = any_options();
+  options.alignment = Alignment::kSync;
+  const SimulationResult sync = simulate(plan, options);
+  options.alignment = Alignment::kGpuTimed;
+  const SimulationResult gpu = simulate(plan, options);
+  RC_ASSERT(sync.time_s == gpu.time_s);
+  RC_ASSERT(sync.energy_j == gpu.energy_j);
+  RC_ASSERT(sync.late_clock_changes == gpu.late_clock_changes);
+  for (std::size_t k = 0; k < sync.instructions.size(); ++k) {
+    RC_ASSERT(sync.instructions[k].start_s == gpu.instructions[k].start_s);
+    RC_ASSERT(sync.instructions[k].end_s == gpu.instructions[k].end_s);
+  }
+}
+
+TEST(Simulator, SyncHidesASwitchLatencyUpToTheExposure) {
+  constexpr double kExposureS = 40e-6;
+  for (auto [kind, chunks] : {std::pair{ScheduleKind::k1F1B, 1}, std::pair{ScheduleKind::kGPipe, 1},
+                              std::pair{ScheduleKind::kInterleaved1F1B, 2}, std::pair{ScheduleKind::kZeroBubbleH1, 1}}) {
+    for (std::size_t which : {0u, 3u, 100u}) {
+      const plan::Plan plan = solved_plan(kind, 3, 6, chunks, which);
+      for (double latency_s : {0.0, 25e-6, kExposureS}) {
+        const SimulationResult r = simulate(
+            plan, {.clock_switch_latency_s = latency_s, .alignment = Alignment::kSync, .exposed_host_s = kExposureS});
+        EXPECT_EQ(r.late_clock_changes, 0) << pipeline::to_string(kind) << " " << which << " " << latency_s;
+        EXPECT_EQ(r.early_clock_changes, 0);
+        EXPECT_DOUBLE_EQ(r.time_s, plan.time_s);
+        EXPECT_NEAR(r.energy_j, plan.energy_j, 1e-9 * plan.energy_j);
+      }
+    }
+  }
+  // The check has something to hide: the fastest plans change clocks.
+  EXPECT_GT(simulate(solved_plan(ScheduleKind::k1F1B, 3, 6, 1, 3), {}).clock_changes, 0);
+}
+
+RC_GTEST_PROP(Simulator, GpuTimedIsNeverSlowerThanSyncWithoutSwitchLatency, ()) {
+  const plan::Plan plan = any_plan();
+  SimulationOptions options = any_options();
+  options.clock_switch_latency_s = 0;
+  options.exposed_host_s = *rc::gen::inRange(0, 1000) * 1e-6;
+  options.alignment = Alignment::kSync;
+  const SimulationResult sync = simulate(plan, options);
+  options.alignment = Alignment::kGpuTimed;
+  const SimulationResult gpu = simulate(plan, options);
+  RC_ASSERT(gpu.time_s <= sync.time_s);
+  RC_ASSERT(gpu.energy_j <= sync.energy_j);
+}
+
+RC_GTEST_PROP(Simulator, OnlyHostTimedClocksLandEarly, ()) {
+  const plan::Plan plan = any_plan();
+  SimulationOptions options = any_options();
+  options.exposed_host_s = *rc::gen::inRange(0, 1000) * 1e-6;
+  for (Alignment a : {Alignment::kSync, Alignment::kGpuTimed}) {
+    options.alignment = a;
+    const SimulationResult r = simulate(plan, options);
+    RC_ASSERT(r.early_clock_changes == 0);
+    for (const SimulatedInstruction& i : r.instructions) RC_ASSERT(i.early_clock_s == 0.0);
+  }
+  // A switch shorter than any instruction lands on the instruction before the one it is for.
+  options.alignment = Alignment::kHostTimed;
+  options.host_lead_instructions = *rc::gen::inRange(1, 5);
+  options.clock_switch_latency_s = *rc::gen::inRange(0, 5) * 1e-3;
+  options.jitter = 0;
+  const SimulationResult host = simulate(plan, options);
+  options.alignment = Alignment::kGpuTimed;
+  const long changes = simulate(plan, options).clock_changes;
+  RC_ASSERT(host.clock_changes == changes);
+  RC_ASSERT((host.early_clock_changes > 0) == (changes > 0));
+}
+
+TEST(Simulator, AlignmentsByNameAndBadOptions) {
+  for (Alignment a : {Alignment::kSync, Alignment::kGpuTimed, Alignment::kHostTimed}) {
+    EXPECT_EQ(parse_alignment(to_string(a)), a);
+  }
+  auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message([] { parse_alignment("nope"); }).find("--alignment"), std::string::npos);
+  const plan::Plan plan = solved_plan(ScheduleKind::k1F1B, 2, 2, 1, 0);
+  EXPECT_NE(message([&] { simulate(plan, {.host_lead_instructions = 0}); }).find("--host-lead"), std::string::npos);
+  EXPECT_NE(message([&] { simulate(plan, {.exposed_host_s = -1}); }).find("--engine"), std::string::npos);
+  // An exposure as long as an instruction: the plan was not composed under that engine.
+  EXPECT_NE(message([&] { simulate(plan, {.exposed_host_s = 1}); }).find("stages[0].instructions[0].time_s"),
+            std::string::npos);
 }
 
 TEST(Simulator, JitterIsSeededAndCentred) {

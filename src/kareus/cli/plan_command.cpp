@@ -122,7 +122,12 @@ int run_plan(PlanFlags& flags) {
       {fmt::format("{} ({})", job.name, scope), "iteration time (s)", "iteration energy (J)"});
   std::string html = report::html_report(
       {fmt::format("Kareus plan: {}", job.name),
-       {{"workload", job.name}, {"engine", options.engine.display_name}, {"target", plan::to_string(target)},
+       {{"workload", job.name},
+        {"engine", options.engine.display_name},
+        {"host-bound partitions", host_bound.empty() ? std::string("none: the host issues every partition faster than "
+                                                                   "the GPU runs it")
+                                                     : std::to_string(host_bound.size()) + " (summary.json)"},
+        {"target", plan::to_string(target)},
         {"iteration time", fmt::format("{:.4f} s", chosen_plan.time_s)},
         {"iteration energy", fmt::format("{:.1f} J ({})", chosen_plan.energy_j, scope)},
         {"frontier points", std::to_string(points.size())},
