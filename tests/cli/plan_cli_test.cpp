@@ -3,6 +3,8 @@
 // baselines, and bad input as one line, exit 2, nothing written.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "cli_fixture.hpp"
 
 namespace kareus::testing {
@@ -110,6 +112,39 @@ TEST_F(PlanCli, TheEngineIsNamedAndASlowHostShowsWhereItBinds) {
   }
   expect_one_line_error(run("plan --engine no-such-engine --out " + path("bad")), "megatron-te-eager");
   EXPECT_FALSE(std::filesystem::exists(path("bad")));
+}
+
+// kareus plan costs the baselines beside its plan and says what the chosen plan saves; the figures
+// are kareus compare's on the same job, exactly. --no-baselines leaves them out.
+TEST_F(PlanCli, TheBaselinesAndSavingsAreKareusComparesExactly) {
+  const CliResult r = run("plan --out " + path("plan"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Against the baselines")) << r.out;
+  EXPECT_TRUE(contains(r.out, "less energy than Megatron-LM")) << r.out;
+  ASSERT_EQ(run("compare --out " + path("compare")).exit_code, 0);
+  const auto summary = nlohmann::json::parse(slurp(path("plan/summary.json")));
+  const auto& b = summary.at("baselines");
+  const auto methods = nlohmann::json::parse(slurp(path("compare/compare.json")))["configs"][0]["methods"];
+  for (const auto& m : methods) {
+    if (m["method"] == "Kareus") {
+      EXPECT_EQ(b.at("iso_time_energy_reduction_pct_vs_perseus"), m["iso_time_energy_reduction_pct"]);
+      EXPECT_EQ(b.at("iso_energy_time_reduction_pct_vs_perseus"), m["iso_energy_time_reduction_pct"]);
+      continue;
+    }
+    const auto same = std::find_if(b.at("methods").begin(), b.at("methods").end(),
+                                   [&](const nlohmann::json& x) { return x["method"] == m["method"]; });
+    ASSERT_NE(same, b.at("methods").end()) << m["method"];
+    EXPECT_EQ((*same)["fastest_time_s"], m["max_throughput_time_s"]);
+    EXPECT_EQ((*same)["fastest_energy_j"], m["max_throughput_energy_j"]);
+    if (m["method"] == "Megatron-LM") {
+      const double saving = 100 * (1 - summary["energy_j"].get<double>() / m["max_throughput_energy_j"].get<double>());
+      EXPECT_NEAR(b.at("vs_megatron").at("energy_saving_pct").get<double>(), saving, 1e-9);
+    }
+  }
+  const CliResult bare = run("plan --no-baselines --out " + path("bare"));
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_FALSE(contains(bare.out, "Against the baselines")) << bare.out;
+  EXPECT_FALSE(nlohmann::json::parse(slurp(path("bare/summary.json"))).contains("baselines"));
 }
 
 TEST_F(PlanCli, TargetsPickTheirPoint) {

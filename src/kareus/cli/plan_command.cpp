@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <optional>
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
@@ -13,6 +15,7 @@
 #include "kareus/cli/unit_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/planner/baselines.hpp"
 #include "kareus/planner/host_bound.hpp"
 #include "kareus/planner/planner.hpp"
 #include "kareus/plan/select.hpp"
@@ -36,6 +39,7 @@ struct PlanFlags {
   std::string journal_dir;
   std::string stage_options;
   std::string plans = "200";
+  bool no_baselines = false;
 };
 
 // The chosen plan's partitions that the host issues slower than the GPU runs them.
@@ -54,6 +58,57 @@ std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list
   for (const auto& p : list) keys += fmt::format("{}{} ({:.3f} ms host, {:.3f} ms GPU)", keys.empty() ? "" : ", ", p.key,
                                                  p.host_time_s * 1e3, p.gpu_time_s * 1e3);
   return fmt::format("Engine {}: host-bound partitions: {}", engine, keys);
+}
+
+nlohmann::json optional_json(const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(); }
+
+// summary.json's "baselines": each baseline's frontier ends, and what the chosen plan saves.
+nlohmann::json baselines_json(const planner::BaselineComparison& b) {
+  nlohmann::json methods = nlohmann::json::array();
+  for (const auto& f : b.baselines) {
+    methods.push_back({{"method", planner::to_string(f.method)},
+                       {"fastest_time_s", f.points.front().time_s},
+                       {"fastest_energy_j", f.points.front().energy_j},
+                       {"lowest_energy_time_s", f.points.back().time_s},
+                       {"lowest_energy_j", f.points.back().energy_j}});
+  }
+  nlohmann::json out = {{"methods", std::move(methods)},
+                        {"left_out", b.left_out},
+                        {"vs_perseus_same_time_energy_saving_pct", optional_json(b.vs_perseus_same_time_energy_pct)},
+                        {"perseus_fastest_time_s", optional_json(b.perseus_fastest_s)},
+                        {"iso_time_energy_reduction_pct_vs_perseus", optional_json(b.iso_time_energy_reduction_pct)},
+                        {"iso_energy_time_reduction_pct_vs_perseus", optional_json(b.iso_energy_time_reduction_pct)},
+                        {"run_time_s", b.run_time_s}};
+  if (b.vs_megatron) {
+    out["vs_megatron"] = {{"energy_saving_pct", b.vs_megatron->energy_saving_pct},
+                          {"time_saving_pct", b.vs_megatron->time_saving_pct}};
+  }
+  return out;
+}
+
+void print_baselines(const planner::BaselineComparison& b, const plan::Plan& chosen) {
+  fmt::print("Against the baselines (same evaluator and engine; costing them took {:.2f} s):\n", b.run_time_s);
+  for (const auto& f : b.baselines) {
+    fmt::print("  {:<22} {:>10.4f} s {:>12.1f} J{}\n", planner::to_string(f.method), f.points.front().time_s,
+               f.points.front().energy_j, f.points.size() > 1 ? "  (fastest plan)" : "");
+  }
+  for (const std::string& reason : b.left_out) fmt::print("  left out: {}\n", reason);
+  if (b.vs_megatron) {
+    fmt::print("  the chosen plan: {:.1f}% less energy than Megatron-LM, {:.1f}% {}\n", b.vs_megatron->energy_saving_pct,
+               std::abs(b.vs_megatron->time_saving_pct), b.vs_megatron->time_saving_pct >= 0 ? "faster" : "slower");
+  }
+  if (b.vs_perseus_same_time_energy_pct) {
+    fmt::print("  against Perseus at its time ({:.4f} s or less): {:.1f}% less energy\n", chosen.time_s,
+               *b.vs_perseus_same_time_energy_pct);
+  } else if (b.perseus_fastest_s) {
+    fmt::print("  Perseus has no plan as fast as the chosen one (its fastest: {:.4f} s)\n", *b.perseus_fastest_s);
+  }
+  if (b.iso_time_energy_reduction_pct || b.iso_energy_time_reduction_pct) {
+    auto pct = [](const std::optional<double>& x) { return x ? fmt::format("{:.1f}%", *x) : std::string("-"); };
+    fmt::print("  Kareus's frontier against Perseus's: {} less energy at Perseus's fastest time, {} less time at its "
+               "lowest energy (kareus compare's iso figures)\n",
+               pct(b.iso_time_energy_reduction_pct), pct(b.iso_energy_time_reduction_pct));
+  }
 }
 
 int run_plan(PlanFlags& flags) {
@@ -89,6 +144,10 @@ int run_plan(PlanFlags& flags) {
   plan::Plan chosen_plan = planner::make_plan(kareus, job, kareus.frontier[chosen]);
   const std::vector<planner::HostBoundPartition> host_bound =
       planner::host_bound_partitions(job, chosen_plan, evaluator, options.engine);
+  std::optional<planner::BaselineComparison> baselines;
+  if (!flags.no_baselines) {
+    baselines = planner::compare_with_baselines(job, evaluator, options, kareus, {chosen_plan.time_s, chosen_plan.energy_j});
+  }
   const double run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // Everything is computed before anything is written; each file lands atomically.
@@ -117,8 +176,14 @@ int run_plan(PlanFlags& flags) {
       {"overhead_factor", flags.overhead},
       {"host_bound_partitions", host_bound_json(host_bound)},
       {"run_time_s", run_time_s}};
+  if (baselines) summary["baselines"] = baselines_json(*baselines);
+  std::vector<report::PlotSeries> series{{"Kareus", points, false}};
+  if (baselines) {
+    for (const auto& b : baselines->baselines) series.push_back({std::string(planner::to_string(b.method)), b.points, b.points.size() == 1});
+  }
+  series.push_back({"chosen plan", {points[chosen]}, true});
   std::string frontier_svg = report::render_svg(
-      {{"Kareus", points, false}, {"chosen plan", {points[chosen]}, true}},
+      series,
       {fmt::format("{} ({})", job.name, scope), "iteration time (s)", "iteration energy (J)"});
   std::string html = report::html_report(
       {fmt::format("Kareus plan: {}", job.name),
@@ -174,6 +239,7 @@ int run_plan(PlanFlags& flags) {
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "fastest", points.front().time_s, points.front().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", chosen_plan.time_s, chosen_plan.energy_j);
+  if (baselines) print_baselines(*baselines, chosen_plan);
   fmt::print("{}\n", host_bound_line(host_bound, options.engine.name));
   fmt::print(
       "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
@@ -215,6 +281,9 @@ Action register_plan(CLI::App& app) {
                   "`kareus frontier --profile` (P_blocking is summary.json's p_static_w; with zb-h1 also "
                   "backward_input and backward_weight rows; not with --virtual-stages)");
   cmd->add_option("--journal-dir", flags->journal_dir, "Keep each partition's measurements in DIR/<key>.journal.jsonl");
+  cmd->add_flag("--no-baselines", flags->no_baselines,
+                "Skip costing Megatron-LM, Perseus and Nanobatching+Perseus beside the plan (on the simulated GPU "
+                "they take about a second)");
   cmd->add_option("--plans", flags->plans,
                   "How many frontier plans plans.json holds, evenly spaced in the frontier's order, "
                   "besides the chosen one: 'all' or a count")
