@@ -85,6 +85,14 @@ TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
   const std::string html = slurp(path("out/report.html"));
   EXPECT_TRUE(contains(html, "<svg")) << "the report embeds its plots";
   EXPECT_TRUE(contains(html, "Llama 3.2 3B"));
+  // The timeline's colour legend, and the overlap decisions: a row per partition the plan runs,
+  // each naming a share of its knobs.
+  EXPECT_TRUE(contains(html, "url(#clock)") && contains(html, "SM clock")) << "a colour legend";
+  EXPECT_TRUE(contains(html, "Overlap decisions"));
+  for (const char* key : {"fwd_attn", "fwd_mlp", "bwd_attn", "bwd_mlp"}) {
+    EXPECT_TRUE(contains(html, std::string("<tr><td>") + key + "</td>")) << key;
+  }
+  EXPECT_TRUE(contains(slurp(path("out/timeline.svg")), "<svg"));
 }
 
 // The engine is named wherever the figures are, and a host far slower than the default (each op

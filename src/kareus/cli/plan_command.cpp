@@ -185,6 +185,20 @@ int run_plan(PlanFlags& flags) {
   std::string frontier_svg = report::render_svg(
       series,
       {fmt::format("{} ({})", job.name, scope), "iteration time (s)", "iteration energy (J)"});
+  // Plans spread over the frontier, and the chosen one, as a plan set for a runtime that switches
+  // plans (stragglers). The whole frontier can hold thousands of plans a few microseconds apart.
+  std::vector<std::size_t> in_set = plan::evenly_spaced_plans(kareus.frontier.size(), plan_count);
+  if (!std::binary_search(in_set.begin(), in_set.end(), chosen)) {
+    in_set.insert(std::upper_bound(in_set.begin(), in_set.end(), chosen), chosen);
+  }
+  std::vector<plan::Plan> set_plans;
+  nlohmann::json plan_set = nlohmann::json::array();
+  for (std::size_t i : in_set) {
+    set_plans.push_back(planner::make_plan(kareus, job, kareus.frontier[i]));
+    nlohmann::json doc = plan::to_json(set_plans.back());
+    doc["frontier_index"] = i;
+    plan_set.push_back(std::move(doc));
+  }
   std::string html = report::html_report(
       {fmt::format("Kareus plan: {}", job.name),
        {{"workload", job.name},
@@ -196,21 +210,15 @@ int run_plan(PlanFlags& flags) {
         {"iteration time", fmt::format("{:.4f} s", chosen_plan.time_s)},
         {"iteration energy", fmt::format("{:.1f} J ({})", chosen_plan.energy_j, scope)},
         {"frontier points", std::to_string(points.size())},
-        {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)}},
+        {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)},
+        {"how far to trust it",
+         evaluator.provenance() == evaluate::Provenance::kModel
+             ? "a model: on the Kareus cluster's measured plans it gives nanobatching about twice the measured gain "
+               "(README, \"The simulated GPU against measured hardware\")"
+             : "measured samples, as measured"}},
        note},
-      frontier_svg, report::clock_timeline_svg(chosen_plan));
-  // Plans spread over the frontier, and the chosen one, as a plan set for a runtime that switches
-  // plans (stragglers). The whole frontier can hold thousands of plans a few microseconds apart.
-  std::vector<std::size_t> in_set = plan::evenly_spaced_plans(kareus.frontier.size(), plan_count);
-  if (!std::binary_search(in_set.begin(), in_set.end(), chosen)) {
-    in_set.insert(std::upper_bound(in_set.begin(), in_set.end(), chosen), chosen);
-  }
-  nlohmann::json plan_set = nlohmann::json::array();
-  for (std::size_t i : in_set) {
-    nlohmann::json doc = plan::to_json(planner::make_plan(kareus, job, kareus.frontier[i]));
-    doc["frontier_index"] = i;
-    plan_set.push_back(std::move(doc));
-  }
+      frontier_svg, report::clock_timeline_svg(chosen_plan),
+      {{"Overlap decisions", report::overlap_decisions_html(chosen_plan, set_plans)}});
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "frontier.csv", csv);
   plan::write_plan(chosen_plan, dir / "plan.json");
@@ -220,6 +228,9 @@ int run_plan(PlanFlags& flags) {
           "\n");
   write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
   write_file_atomic(dir / "report.html", html);
+  // The report's pictures alone, for papers and slides.
+  if (!frontier_svg.empty()) write_file_atomic(dir / "frontier.svg", frontier_svg);
+  write_file_atomic(dir / "timeline.svg", report::clock_timeline_svg(chosen_plan));
   if (!flags.stage_options.empty()) {
     // The composed table in the profile format `kareus frontier --profile` reads (knobs left out).
     std::string table = "stage,instruction,frequency,time,energy\n";
@@ -243,7 +254,7 @@ int run_plan(PlanFlags& flags) {
   fmt::print("{}\n", host_bound_line(host_bound, options.engine.name));
   fmt::print(
       "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
-      "plans.json, summary.json, report.html\n",
+      "plans.json, summary.json, report.html, frontier.svg, timeline.svg\n",
       points.size(), kareus.unit_time_s, kareus.measurements, run_time_s, dir.string());
   return 0;
 }

@@ -45,9 +45,11 @@ std::string clock_timeline_svg(const plan::Plan& plan) {
   const double lo = *std::min_element(clocks.begin(), clocks.end());
   const double hi = *std::max_element(clocks.begin(), clocks.end());
   const double width = 1000, row = 28, left = 70;
+  // Scales to the window: the viewBox keeps the drawing whole in a narrow one.
   std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"10\">\n",
-      left + width + 10, row * plan.num_stages + 40);
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {0} {1}\" width=\"100%\" style=\"max-width:{0}px\" "
+      "font-family=\"sans-serif\" font-size=\"11\">\n",
+      left + width + 10, row * plan.num_stages + 80);
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const auto& ins = dag.instruction(v);
     double x = left + width * (finish[v] - durations[v]) / makespan;
@@ -60,32 +62,94 @@ std::string clock_timeline_svg(const plan::Plan& plan) {
         "stroke-width=\"0.5\"><title>stage {} {} {}: {:.0f} MHz, {:.4f} s</title></rect>\n",
         x, y, w, row - 6, red, blue, ins.stage, pipeline::to_string(ins.type), ins.microbatch, clocks[v],
         durations[v]);
-    if (w > 14) {
-      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"white\">{}{}</text>\n", x + 2, y + 14,
+    if (w > 18) {
+      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"white\">{}{}</text>\n", x + 2, y + 15,
                          ins.type == pipeline::InstructionType::kForward ? 'F' : 'B', ins.microbatch);
     }
   }
   for (int s = 0; s < plan.num_stages; ++s) {
-    svg += fmt::format("<text x=\"4\" y=\"{:.1f}\">stage {}</text>\n", 10 + row * s + 14, s);
+    svg += fmt::format("<text x=\"4\" y=\"{:.1f}\" font-size=\"12\">stage {}</text>\n", 10 + row * s + 14, s);
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\">0 s</text><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3f} s; "
-                     "colour: {:.0f} MHz (blue) to {:.0f} MHz (red)</text>\n",
-                     left, row * plan.num_stages + 30, left + width, row * plan.num_stages + 30, makespan, lo, hi);
+  // Time axis, and the colour legend: the clock range as a gradient with its MHz at both ends.
+  const double axis_y = row * plan.num_stages + 26;
+  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\">0 s</text><text x=\"{}\" y=\"{:.1f}\" "
+                     "font-size=\"12\" text-anchor=\"end\">{:.3f} s (gaps: a stage waiting)</text>\n",
+                     left, axis_y, left + width, axis_y, makespan);
+  svg += fmt::format(
+      "<defs><linearGradient id=\"clock\"><stop offset=\"0\" stop-color=\"rgb(60,90,230)\"/>"
+      "<stop offset=\"1\" stop-color=\"rgb(250,90,60)\"/></linearGradient></defs>\n"
+      "<text x=\"{0}\" y=\"{1:.1f}\" font-size=\"12\">SM clock</text>"
+      "<rect x=\"{2}\" y=\"{3:.1f}\" width=\"240\" height=\"12\" fill=\"url(#clock)\"/>"
+      "<text x=\"{2}\" y=\"{4:.1f}\" font-size=\"12\">{5:.0f} MHz</text>"
+      "<text x=\"{6}\" y=\"{4:.1f}\" font-size=\"12\" text-anchor=\"end\">{7:.0f} MHz</text>\n",
+      left, axis_y + 26, left + 70, axis_y + 16, axis_y + 42, lo, left + 310, hi);
   return svg + "</svg>\n";
 }
 
-std::string html_report(const ReportText& text, const std::string& frontier_svg, const std::string& timeline_svg) {
+std::string overlap_decisions_html(const plan::Plan& chosen, const std::vector<plan::Plan>& frontier) {
+  // Per partition key, how often each knob runs: in the chosen plan and over the frontier's plans,
+  // counted over instructions (a recomputed forward's knobs count with the forward's keys).
+  using Counts = std::map<std::string, std::map<std::string, long>>;  // key -> knob -> instructions
+  auto count = [](const plan::Plan& p, Counts& into) {
+    for (std::size_t s = 0; s < p.stages.size(); ++s) {
+      for (std::size_t k = 0; k < p.stages[s].size(); ++k) {
+        const auto knobs = plan::instruction_knobs(p.stages[s][k].knob, "knob", "plan");
+        for (const auto* list : {&knobs.partitions, &knobs.recompute}) {
+          for (const plan::PartitionKnob& pk : *list) {
+            into[pk.key][pk.slot == "none" ? std::string("sequential") : fmt::format("{}, {} SMs", pk.slot, pk.sms)]++;
+          }
+        }
+      }
+    }
+  };
+  Counts in_chosen, along;
+  count(chosen, in_chosen);
+  for (const plan::Plan& p : frontier) count(p, along);
+  if (in_chosen.empty()) return "<p>(the plan carries no partition knobs: every collective after its compute)</p>";
+  auto shares = [](const std::map<std::string, long>& knobs) {
+    long total = 0;
+    for (const auto& [knob, n] : knobs) total += n;
+    std::vector<std::pair<long, std::string>> sorted;
+    for (const auto& [knob, n] : knobs) sorted.emplace_back(-n, knob);
+    std::sort(sorted.begin(), sorted.end());
+    std::string out;
+    for (const auto& [n, knob] : sorted) {
+      out += fmt::format("{}{} ({:.0f}%)", out.empty() ? "" : "; ", escape(knob), 100.0 * static_cast<double>(-n) / static_cast<double>(total));
+    }
+    return out;
+  };
+  std::string rows;
+  for (const auto& [key, knobs] : in_chosen) {
+    rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(key), shares(knobs),
+                        along.contains(key) ? shares(along.at(key)) : std::string("-"));
+  }
+  return fmt::format(
+      "<p>Each partition's knob: where its collective launches (before which op) and how many SMs it takes, or "
+      "sequential (the collective after the compute, the microbatch un-split); the share of the instructions that "
+      "run it, in the chosen plan and over the {} plans of the frontier written beside it.</p>\n"
+      "<table class=\"knobs\"><tr><th>partition</th><th>chosen plan</th><th>along the frontier</th></tr>\n{}</table>\n",
+      frontier.size(), rows);
+}
+
+std::string html_report(const ReportText& text, const std::string& frontier_svg, const std::string& timeline_svg,
+                        const std::vector<std::pair<std::string, std::string>>& sections) {
   std::string facts;
   for (const auto& [key, value] : text.facts) {
     facts += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", escape(key), escape(value));
   }
+  std::string more;
+  for (const auto& [title, html] : sections) more += fmt::format("<h2>{}</h2>\n{}\n", escape(title), html);
   return fmt::format(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{0}</title>\n"
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
+      "<title>{0}</title>\n"
       "<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}th{{text-align:left;padding-right:1em}}"
-      ".note{{color:#a33}}</style></head>\n<body>\n<h1>{0}</h1>\n<p class=\"note\">{1}</p>\n<table>\n{2}</table>\n"
-      "<h2>Iteration time–energy frontier</h2>\n{3}\n<h2>Chosen plan: SM clock per instruction</h2>\n{4}\n</body></html>\n",
+      "td{{padding-right:1em;vertical-align:top}}.note{{color:#a33}}svg{{height:auto}}"
+      ".knobs td,.knobs th{{border-bottom:1px solid #ddd;padding:2px 8px}}</style></head>\n<body>\n<h1>{0}</h1>\n"
+      "<p class=\"note\">{1}</p>\n<table>\n{2}</table>\n"
+      "<h2>Iteration time–energy frontier</h2>\n{3}\n<h2>Chosen plan: SM clock per instruction</h2>\n{4}\n{5}"
+      "</body></html>\n",
       escape(text.title), escape(text.note), facts,
-      frontier_svg.empty() ? "<p>(gnuplot is not installed: no plot)</p>" : frontier_svg, timeline_svg);
+      frontier_svg.empty() ? "<p>(gnuplot is not installed: no plot)</p>" : frontier_svg, timeline_svg, more);
 }
 
 }  // namespace kareus::report

@@ -1,5 +1,6 @@
-// A self-contained HTML report (inline SVG, no server, no scripts): the frontier plot and the chosen
-// plan's per-stage clock timeline.
+// A self-contained HTML report (inline SVG, no server, no scripts): the frontier plot, the chosen
+// plan's per-stage clock timeline with its colour legend, and further sections (the overlap
+// decisions); it scales to a narrow window.
 //
 // Example:
 //   std::string html = html_report({.title = "Kareus plan", .facts = {{"time_s", "2.91"}}},
@@ -24,6 +25,12 @@ struct ReportText {
   std::string note;                                        // e.g. "simulated GPU model, not a measurement"
 };
 
-std::string html_report(const ReportText& text, const std::string& frontier_svg, const std::string& timeline_svg);
+// The overlap decisions: per partition key, the share of instructions running each knob (launch
+// slot and collective SMs, or sequential) in `chosen` and over `frontier`, as an HTML table.
+std::string overlap_decisions_html(const plan::Plan& chosen, const std::vector<plan::Plan>& frontier);
+
+// `sections`: further (title, HTML) sections after the timeline, in order.
+std::string html_report(const ReportText& text, const std::string& frontier_svg, const std::string& timeline_svg,
+                        const std::vector<std::pair<std::string, std::string>>& sections = {});
 
 }  // namespace kareus::report

@@ -17,10 +17,29 @@ namespace {
 std::string gnuplot_string(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
   return out + "\"";
+}
+
+// A title broken at spaces into lines of at most `width` characters, so that a long job name stays
+// inside the plot's 900 pixels instead of running off both edges.
+std::string wrapped(const std::string& text, std::size_t width) {
+  std::string out, line;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
 }
 
 std::string find_gnuplot() {
@@ -50,7 +69,8 @@ std::string render_svg(const std::vector<PlotSeries>& series, const PlotLabels& 
       "set terminal svg size 900,600 dynamic enhanced font 'sans,12' background rgb 'white'\n"
       "set output {}\nset title {} noenhanced\nset xlabel {}\nset ylabel {}\n"
       "set grid\nset key top right noenhanced\n",
-      gnuplot_string(svg_path.string()), gnuplot_string(labels.title), gnuplot_string(labels.x_label), gnuplot_string(labels.y_label));
+      gnuplot_string(svg_path.string()), gnuplot_string(wrapped(labels.title, 90)), gnuplot_string(labels.x_label),
+      gnuplot_string(labels.y_label));
   std::string plot = "plot ";
   std::string data;
   for (std::size_t i = 0; i < series.size(); ++i) {
