@@ -93,6 +93,18 @@ TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
     EXPECT_TRUE(contains(html, std::string("<tr><td>") + key + "</td>")) << key;
   }
   EXPECT_TRUE(contains(slurp(path("out/timeline.svg")), "<svg"));
+  EXPECT_TRUE(contains(html, "One partition's overlap: ")) << "the heaviest partition's Gantt";
+  EXPECT_TRUE(contains(html, "other nanobatch's "));
+}
+
+// The report draws the partition asked for; one the plan does not run is a one-line error, and
+// nothing is written.
+TEST_F(PlanCli, TheReportDrawsThePartitionAskedFor) {
+  const CliResult r = run("plan --gantt-partition fwd_attn --no-baselines --out " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(slurp(path("out/report.html")), "One partition's overlap: fwd_attn</h2>"));
+  expect_one_line_error(run("plan --gantt-partition fwd_nope --out " + path("bad")), "fwd_nope");
+  EXPECT_FALSE(std::filesystem::exists(path("bad")));
 }
 
 // The engine is named wherever the figures are, and a host far slower than the default (each op

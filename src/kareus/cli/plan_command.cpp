@@ -19,7 +19,9 @@
 #include "kareus/planner/host_bound.hpp"
 #include "kareus/planner/planner.hpp"
 #include "kareus/plan/select.hpp"
+#include "kareus/evaluate/simulated.hpp"
 #include "kareus/report/html_report.hpp"
+#include "kareus/report/partition_gantt.hpp"
 #include "kareus/report/plot.hpp"
 
 namespace kareus::cli {
@@ -40,6 +42,7 @@ struct PlanFlags {
   std::string stage_options;
   std::string plans = "200";
   bool no_baselines = false;
+  std::string gantt_partition;  // empty: the heaviest
 };
 
 // The chosen plan's partitions that the host issues slower than the GPU runs them.
@@ -109,6 +112,31 @@ void print_baselines(const planner::BaselineComparison& b, const plan::Plan& cho
                "lowest energy (kareus compare's iso figures)\n",
                pct(b.iso_time_energy_reduction_pct), pct(b.iso_energy_time_reduction_pct));
   }
+}
+
+// The report's picture of one partition's overlap at the chosen plan's knob for it: the one the
+// user names, else the one taking the most time per layer. Only the simulated GPU has a timeline.
+std::pair<std::string, std::string> partition_section(const planner::Job& job, const plan::Plan& chosen,
+                                                      const evaluate::Evaluator& evaluator, const std::string& wanted) {
+  const auto* sim = dynamic_cast<const evaluate::SimulatedEvaluator*>(&evaluator.impl());
+  const std::vector<workload::Partition> partitions = planner::job_partitions(job, chosen.schedule);
+  const workload::Partition* pick = nullptr;
+  std::optional<workload::Knob> knob;
+  double heaviest_s = -1;
+  for (const workload::Partition& p : partitions) {
+    if (!wanted.empty() && p.key != wanted) continue;
+    const auto k = report::most_used_knob(chosen, p.key);
+    if (!k) continue;
+    const evaluate::EvalResult r = evaluator.evaluate(p, *k);
+    if (r.ok() && r.time_s * p.count > heaviest_s) heaviest_s = r.time_s * p.count, pick = &p, knob = k;
+  }
+  if (!wanted.empty() && !pick) {
+    throw InputError({"", 0, 0, "--gantt-partition"}, fmt::format("the plan runs no partition '{}'", wanted));
+  }
+  if (!pick) return {"One partition's overlap", "<p>(the plan carries no partition knobs)</p>"};
+  const std::string title = fmt::format("One partition's overlap: {}{}", pick->key, wanted.empty() ? " (the heaviest)" : "");
+  if (!sim) return {title, "<p>(a table of measurements has no timeline to draw)</p>"};
+  return {title, report::partition_gantt_svg(*pick, *knob, sim->timeline(*pick, *knob))};
 }
 
 int run_plan(PlanFlags& flags) {
@@ -218,7 +246,8 @@ int run_plan(PlanFlags& flags) {
              : "measured samples, as measured"}},
        note},
       frontier_svg, report::clock_timeline_svg(chosen_plan),
-      {{"Overlap decisions", report::overlap_decisions_html(chosen_plan, set_plans)}});
+      {{"Overlap decisions", report::overlap_decisions_html(chosen_plan, set_plans)},
+       partition_section(job, chosen_plan, evaluator, flags.gantt_partition)});
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "frontier.csv", csv);
   plan::write_plan(chosen_plan, dir / "plan.json");
@@ -292,6 +321,9 @@ Action register_plan(CLI::App& app) {
                   "`kareus frontier --profile` (P_blocking is summary.json's p_static_w; with zb-h1 also "
                   "backward_input and backward_weight rows; not with --virtual-stages)");
   cmd->add_option("--journal-dir", flags->journal_dir, "Keep each partition's measurements in DIR/<key>.journal.jsonl");
+  cmd->add_option("--gantt-partition", flags->gantt_partition,
+                  "The partition whose overlap the report draws (its compute beside the other nanobatch's "
+                  "collective, at the chosen plan's knob; default: the one taking the most time)");
   cmd->add_flag("--no-baselines", flags->no_baselines,
                 "Skip costing Megatron-LM, Perseus and Nanobatching+Perseus beside the plan (on the simulated GPU "
                 "they take about a second)");
