@@ -69,10 +69,8 @@ TEST(Simulator, TransfersAddTheirTimeOnEveryStageBoundary) {
   EXPECT_NEAR(r.energy_j - plan.energy_j, 80.0 * 4 * (r.time_s - plan.time_s), 1e-9);
 }
 
-TEST(Simulator, ALateClockRunsTheStartOfItsInstructionAtTheOldClock) {
-  // Two instructions back to back on one stage: forward at 1410 MHz for 10 ms, backward at 705
-  // for 20 ms. The backward's clock is asked for when the forward ends and arrives 4 ms later:
-  // for those 4 ms it runs at 1410, twice its rate, doing 8 ms of its work; 12 ms remain.
+// One stage, two instructions back to back: forward 10 ms at 1410 MHz, backward 20 ms at 705.
+plan::Plan two_instruction_plan() {
   plan::Plan plan;
   plan.schedule = ScheduleKind::k1F1B;
   plan.num_stages = 1;
@@ -82,6 +80,14 @@ TEST(Simulator, ALateClockRunsTheStartOfItsInstructionAtTheOldClock) {
                   {InstructionType::kBackward, 0, 705, nullptr, 0.020, 4.0}}};
   plan.time_s = 0.030;
   plan.energy_j = 7.0;
+  return plan;
+}
+
+TEST(Simulator, ALateClockRunsTheStartOfItsInstructionAtTheOldClock) {
+  // Two instructions back to back on one stage: forward at 1410 MHz for 10 ms, backward at 705
+  // for 20 ms. The backward's clock is asked for when the forward ends and arrives 4 ms later:
+  // for those 4 ms it runs at 1410, twice its rate, doing 8 ms of its work; 12 ms remain.
+  const plan::Plan plan = two_instruction_plan();
   const SimulationResult r = simulate(plan, {.clock_switch_latency_s = 0.004});
   EXPECT_NEAR(r.time_s, 0.010 + 0.004 + 0.012, 1e-15);
   EXPECT_EQ(r.clock_changes, 1);
@@ -145,15 +151,7 @@ SimulationOptions any_options() {
 TEST(Simulator, TheThreeAlignmentsOnTwoInstructions) {
   // The plan of ALateClockRunsTheStartOfItsInstructionAtTheOldClock: forward 10 ms at 1410 MHz, backward 20 ms at 705, each
   // including e = 1 ms of host exposure; the switch takes 4 ms.
-  plan::Plan plan;
-  plan.schedule = ScheduleKind::k1F1B;
-  plan.num_stages = 1;
-  plan.num_microbatches = 1;
-  plan.p_blocking_w = 50;
-  plan.stages = {{{InstructionType::kForward, 0, 1410, nullptr, 0.010, 3.0},
-                  {InstructionType::kBackward, 0, 705, nullptr, 0.020, 4.0}}};
-  plan.time_s = 0.030;
-  plan.energy_j = 7.0;
+  const plan::Plan plan = two_instruction_plan();
   SimulationOptions options{.clock_switch_latency_s = 0.004, .exposed_host_s = 0.001};
   auto run = [&](Alignment a) {
     options.alignment = a;
