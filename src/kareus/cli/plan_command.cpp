@@ -90,12 +90,14 @@ nlohmann::json baselines_json(const planner::BaselineComparison& b) {
 }
 
 void print_baselines(const planner::BaselineComparison& b, const plan::Plan& chosen) {
+  // Why a baseline could not run is a diagnostic (summary.json keeps it too).
+  for (const std::string& reason : b.left_out) spdlog::info("baseline left out: {}", reason);
+  if (b.baselines.empty()) return;
   fmt::print("Against the baselines (same evaluator and engine; costing them took {:.2f} s):\n", b.run_time_s);
   for (const auto& f : b.baselines) {
     fmt::print("  {:<22} {:>10.4f} s {:>12.1f} J{}\n", planner::to_string(f.method), f.points.front().time_s,
                f.points.front().energy_j, f.points.size() > 1 ? "  (fastest plan)" : "");
   }
-  for (const std::string& reason : b.left_out) fmt::print("  left out: {}\n", reason);
   if (b.vs_megatron) {
     fmt::print("  the chosen plan: {:.1f}% less energy than Megatron-LM, {:.1f}% {}\n", b.vs_megatron->energy_saving_pct,
                std::abs(b.vs_megatron->time_saving_pct), b.vs_megatron->time_saving_pct >= 0 ? "faster" : "slower");
