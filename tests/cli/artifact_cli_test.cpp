@@ -107,13 +107,15 @@ TEST_F(ArtifactCli, SearchOnATableMeasuresOnlyItsKnobsAndSaysSo) {
   const CliResult r = run("search --partition bwd_mlp --evaluator artifact:" + kFixture.string() +
                           " --clocks 1050:1410:180 --sms 6:24:6 --mode exhaustive --out " + path("out"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // Grid: 3 clocks x (4 SM levels x 4 slots + the sequential knob) = 51; the tree has 9 + 9 on it
-  // (SMs 6, 12 and 24 of 6..24), and the search asks for those alone.
-  EXPECT_TRUE(contains(r.out, "18 knobs in the table (of 51 on the grid),   18 measured (100.0%), ")) << r.out;
+  // The space is the tree's knobs, whatever the grid flags say: 3 clocks x (2 slots x SMs 6, 12,
+  // 24 + the sequential knob it never measures) = 21, of which the tree holds 18; the search asks
+  // for those alone.
+  EXPECT_TRUE(contains(r.out, "18 knobs in the table,   18 measured (100.0%), ")) << r.out;
   EXPECT_FALSE(contains(r.out, "failed")) << r.out;
   const auto part = nlohmann::json::parse(slurp(path("out/summary.json")))["partitions"]["bwd_mlp"];
   EXPECT_EQ(part["space_size"], 18);
-  EXPECT_EQ(part["grid_size"], 51);
+  EXPECT_EQ(part["grid_size"], 21);
+  EXPECT_EQ(part["unusable_knobs"], 0);
   EXPECT_EQ(part["failed"], 0);
 
   // MOBO likewise: its default budget is a share of the table, and nothing it asks for fails.

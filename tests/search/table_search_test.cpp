@@ -1,8 +1,11 @@
-// Searching a table of measurements: the search's space is the table's knobs on the grid (the
-// evaluator says which it holds), so MOBO never spends a measurement on a knob without a sample.
-// Checked on the Kareus artifact's profiling tree of the default job (tests/evaluate/
-// artifact_tree/), read by the real reader.
+// Searching a table of measurements: the search's space is the grid the table's knobs span (the
+// evaluator says which it holds), on whatever grid measured them, so MOBO never spends a
+// measurement on a knob without a sample and none of the table's knobs is lost. Checked on the
+// Kareus artifact's profiling tree of the default job (tests/evaluate/artifact_tree/), read by the
+// real reader, and on random tables.
 #include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
 
 #include <filesystem>
 #include <set>
@@ -68,9 +71,10 @@ TEST(TableSearch, MoboOnTheArtifactTreeAsksOnlyForSampledKnobs) {
       o.budget = 12;  // the 6-knob initial design, then two model-guided batches
       const PreparedSearch prepared = prepare_search(p, f.evaluator, o);
       EXPECT_TRUE(prepared.space.restricted());
-      // 3 clocks x 2 slots x SMs 6, 12, 24 of the default grid: 18 of its hundreds of knobs.
+      // 3 clocks x 2 slots x SMs 6, 12, 24, and no sequential knob: 18 of the 21 knobs they span.
       EXPECT_EQ(prepared.space.available_count(), 18u) << p.key;
-      EXPECT_GT(prepared.space.size(), 700u) << p.key;
+      EXPECT_EQ(prepared.space.size(), 21u) << p.key;
+      EXPECT_TRUE(prepared.unusable.empty()) << p.key;
       const PartitionSearchResult r = run_prepared_search(prepared, f.evaluator, {}, std::nullopt);
       EXPECT_EQ(r.failed, 0u) << p.key << " seed " << seed;
       EXPECT_EQ(r.successful.size(), 12u) << p.key << " seed " << seed;
@@ -111,6 +115,48 @@ TEST(TableSearch, ExhaustiveOnATableMeasuresEachSampleOnce) {
     EXPECT_EQ(r.outcome.stop, StopReason::kBudgetSpent);
   }
   EXPECT_EQ(f.evaluator.failures(), 0);
+}
+
+// Any table of a partition, on any clocks and SM counts: every knob it holds is in the search's
+// space or reported outside it, never both, and outside only when the space cannot hold it (a slot
+// the partition lacks, a sequential knob at a second SM count).
+RC_GTEST_PROP(TableSearch, EveryKnobOfATableIsSearchedOrReported, ()) {
+  const hardware::GpuSpec gpu = hardware::load_gpu_preset("a100-sxm4-40gb");
+  const workload::ModelSpec model = workload::load_model("llama-3.2-3b");
+  const auto partitions = workload::build_partitions(model, workload::validated(model, workload::ParallelConfig{}));
+  const workload::Partition& p = partitions[*rc::gen::inRange<std::size_t>(0, partitions.size())];
+  std::vector<std::string> slots{"none", "nowhere_0"};
+  for (const auto& s : p.slots) slots.push_back(s.name);
+  const auto clocks = *rc::gen::container<std::vector<int>>(*rc::gen::inRange(1, 6), rc::gen::inRange(600, 1500));
+  std::vector<Knob> known;
+  const int n = *rc::gen::inRange(1, 40);
+  for (int i = 0; i < n; ++i) {
+    const std::string slot = *rc::gen::elementOf(slots);
+    const int sms = slot == "none" ? *rc::gen::element(24, 7) : *rc::gen::inRange(1, 60);
+    known.push_back({static_cast<double>(*rc::gen::elementOf(clocks)), sms, slot});
+  }
+  GridOptions grid;
+  const KnobSpace space = search_space_for(p, gpu, grid, known);
+  const std::vector<Knob> outside = knobs_outside(space, known);
+  RC_ASSERT(space.restricted());
+  std::set<Knob> usable;
+  for (const Knob& k : known) {
+    const bool out = std::find(outside.begin(), outside.end(), k) != outside.end();
+    const auto i = space.index_of(k);
+    RC_ASSERT(out != (i && space.available(*i)));
+    const bool foreign = k.slot == "nowhere_0";
+    const bool second_sequential = k.sequential() && k.sms != space.sequential_sms();
+    RC_ASSERT(out == (foreign || second_sequential));
+    if (!out) usable.insert(k);
+  }
+  RC_ASSERT(space.available_count() == usable.size());
+  // The sequential knob keeps the grid's SM count whenever the table holds it.
+  if (std::any_of(known.begin(), known.end(), [](const Knob& k) { return k.sequential() && k.sms == 24; })) {
+    RC_ASSERT(space.sequential_sms() == 24);
+  }
+  PartitionSearchOptions o;
+  o.mode = SearchMode::kExhaustive;
+  RC_ASSERT(prepare_search(p, gpu, o, known).budget == usable.size());
 }
 
 }  // namespace

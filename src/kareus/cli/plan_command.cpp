@@ -203,6 +203,7 @@ int run_plan(PlanFlags& flags) {
       {"unit_time_s", kareus.unit_time_s},
       {"measurements", kareus.measurements},
       {"grid_knobs", kareus.grid_knobs},
+      {"unusable_table_knobs", kareus.unusable_knobs},
       {"overhead_factor", flags.overhead},
       {"host_bound_partitions", host_bound_json(host_bound)},
       {"run_time_s", run_time_s}};

@@ -211,8 +211,9 @@ int run_search_command(const SearchFlags& flags) {
     outputs.emplace_back(key + ".effective.frontier.csv", search::frontier_csv(r.effective_frontier));
     summary_parts[key] = {
         {"grid_size", r.grid_size},
-        {"space", r.restricted ? "the evaluator's knobs on the grid" : "the grid"},
+        {"space", r.restricted ? "the evaluator's knobs" : "the grid"},
         {"space_size", r.space_size},
+        {"unusable_knobs", r.unusable.size()},
         {"budget", r.budget},
         {"measurements", r.outcome.measurements.size()},
         {"measured_knobs", r.successful.size()},
@@ -229,10 +230,10 @@ int run_search_command(const SearchFlags& flags) {
         {"journal", journals[i].string()},
     };
     // Measured = knobs of the space with a result; a failure is not measured. A table's space is
-    // its knobs on the grid.
+    // the grid its knobs span, of which only they are available.
     const std::size_t measured = r.successful.size();
-    const std::string space = r.restricted ? fmt::format("{:>5} knobs in the table (of {} on the grid)", r.space_size, r.grid_size)
-                                           : fmt::format("{:>5} knobs", r.space_size);
+    std::string space = r.restricted ? fmt::format("{:>5} knobs in the table", r.space_size) : fmt::format("{:>5} knobs", r.space_size);
+    if (!r.unusable.empty()) space += fmt::format(" ({} of its records not of this partition's space)", r.unusable.size());
     fmt::print("  {:<14} {}, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective frontier, stop: {}{}\n",
                key, space, measured,
                100.0 * static_cast<double>(measured) / static_cast<double>(std::max<std::size_t>(1, r.space_size)),

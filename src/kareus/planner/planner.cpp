@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "kareus/core/error.hpp"
 #include "kareus/workload/zero_bubble.hpp"
@@ -51,6 +52,24 @@ std::optional<compose::PartitionPoint> measure_if_sampled(const evaluate::Evalua
   return measure(evaluator, partition, knob, cache);
 }
 
+// What a search on a table could not use of its records, for the progress line: "" when nothing.
+std::string unusable_note(const workload::Partition& partition, const std::vector<workload::Knob>& unusable) {
+  if (unusable.empty()) return "";
+  std::set<std::string> slots;
+  std::size_t sequential = 0;
+  for (const workload::Knob& k : unusable) {
+    if (k.sequential()) {
+      ++sequential;
+    } else {
+      slots.insert(k.slot);
+    }
+  }
+  std::vector<std::string> why;
+  if (!slots.empty()) why.push_back(fmt::format("slot {} is not a launch slot of {}", fmt::join(slots, ", "), partition.key));
+  if (sequential > 0) why.push_back(fmt::format("{} sequential knobs at a second SM count", sequential));
+  return fmt::format("; {} of its records left out ({})", unusable.size(), fmt::join(why, "; "));
+}
+
 // The knob a baseline runs a partition with at `freq_mhz`, taken from the partition's search grid
 // so that Kareus's search measures exactly the knobs the baselines use. Perseus and Megatron-LM:
 // the sequential knob (the segment un-split, its collective after the compute). Nanobatching+
@@ -68,15 +87,37 @@ workload::Knob baseline_knob(Method method, const search::KnobSpace& space, doub
   return space.knob(index);
 }
 
+// The clocks a job may run at: the grid's, or on an evaluator holding a finite set of knobs (a
+// table), every clock it holds for some partition of the job, whatever grid measured them.
+std::vector<double> job_clocks_mhz(const Job& job, const evaluate::Evaluator& evaluator, const PlannerOptions& options) {
+  std::set<double> held;
+  bool finite = false;
+  for (const workload::Partition& p : job_partitions(job, options.schedule)) {
+    if (const auto known = evaluator.known_knobs(p)) {
+      finite = true;
+      for (const workload::Knob& k : *known) held.insert(k.freq_mhz);
+    }
+  }
+  if (!finite) return search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  return {held.begin(), held.end()};
+}
+
+// The space a baseline's knobs come from at `clocks`: the grid's SM levels and sequential SMs,
+// whatever a table holds, so a baseline is the same method on every evaluator.
+search::KnobSpace baseline_space(const workload::Partition& partition, const evaluate::Evaluator& evaluator,
+                                 const search::GridOptions& grid, const std::vector<double>& clocks) {
+  return search::knob_space_for(partition, evaluator.gpu(), grid, clocks);
+}
+
 // Whether the evaluator can cost the baseline's knob of `partition` at each of `clocks`: always,
-// unless it holds a finite set of knobs (a table), read as the search reads it.
+// unless it holds a finite set of knobs (a table) and not that one.
 std::vector<bool> baseline_knob_held(Method method, const workload::Partition& partition,
                                      const evaluate::Evaluator& evaluator, const search::GridOptions& grid,
                                      const std::vector<double>& clocks) {
   std::vector<bool> held(clocks.size(), true);
   const auto known = evaluator.known_knobs(partition);
   if (!known) return held;
-  const search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), grid).restricted_to(*known);
+  const search::KnobSpace space = baseline_space(partition, evaluator, grid, clocks).restricted_to(*known);
   const Method knobs = method == Method::kNanobatching ? method : Method::kPerseus;
   for (std::size_t c = 0; c < clocks.size(); ++c) {
     held[c] = space.available(knobs == Method::kNanobatching ? space.nanobatching_knob(clocks[c]) : space.sequential_knob(clocks[c]));
@@ -157,7 +198,7 @@ std::vector<workload::Partition> job_partitions(const Job& job, pipeline::Schedu
 
 std::vector<double> method_clocks_mhz(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                       const PlannerOptions& options) {
-  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  std::vector<double> clocks = job_clocks_mhz(job, evaluator, options);
   if (method == Method::kKareus) return clocks;
   if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
   std::vector<bool> all(clocks.size(), true);
@@ -174,15 +215,14 @@ std::vector<double> method_clocks_mhz(Method method, const Job& job, const evalu
 
 std::optional<std::string> unsupported_reason(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                               const PlannerOptions& options) {
-  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  std::vector<double> clocks = job_clocks_mhz(job, evaluator, options);
   if (method == Method::kKareus) {
     // Kareus plans from whatever a table holds, but a zero-bubble W has only its clock to choose.
     if (!pipeline::splits_backward(options.schedule)) return std::nullopt;
     const workload::Partition weights = workload::weight_gradient_partition(job.model, job.parallel);
     const std::vector<bool> held = baseline_knob_held(Method::kPerseus, weights, evaluator, options.search.grid, clocks);
     if (std::find(held.begin(), held.end(), true) != held.end()) return std::nullopt;
-    return fmt::format("{} holds no measurement of {} (the weight-gradient GEMMs {}'s W instructions run) at any "
-                       "clock of the grid",
+    return fmt::format("{} holds no measurement of {} (the weight-gradient GEMMs {}'s W instructions run)",
                        evaluator.name(), weights.key, pipeline::to_string(options.schedule));
   }
   if (!method_clocks_mhz(method, job, evaluator, options).empty()) return std::nullopt;
@@ -207,7 +247,7 @@ std::optional<std::string> unsupported_reason(Method method, const Job& job, con
     knob = "sequential knob (collective after the compute)";
   }
   const std::string where = method == Method::kMegatron ? fmt::format("at {} MHz, the highest clock", clocks.front())
-                                                         : "at any clock of the grid";
+                                                         : "at any clock it holds";
   std::string reason;
   if (!never.empty()) {
     reason = fmt::format("{} holds no {} of {} {}", evaluator.name(), knob, fmt::join(never, ", "), where);
@@ -242,7 +282,7 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     auto& list = points[partition.key];
     if (method != Method::kKareus || !partition.collective) {
       Method knobs = method == Method::kKareus ? Method::kPerseus : method;
-      search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
+      const search::KnobSpace space = baseline_space(partition, evaluator, options.search.grid, clocks);
       for (double clock : clocks) {
         const workload::Knob knob = baseline_knob(knobs, space, clock);
         if (method != Method::kKareus) {
@@ -265,17 +305,20 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     }
     // The baselines' knobs the search left out: the comparison below measures them anyway, and
     // with them among Kareus's options every baseline plan has a counterpart.
+    const search::KnobSpace baselines = baseline_space(partition, evaluator, options.search.grid, clocks);
     for (double clock : clocks) {
       for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
-        workload::Knob knob = baseline_knob(baseline, prepared.space, clock);
+        workload::Knob knob = baseline_knob(baseline, baselines, clock);
         if (cache.contains({partition.key, knob})) continue;
         if (auto point = measure_if_sampled(evaluator, partition, knob, cache)) list.push_back(*point);
       }
     }
     result.grid_knobs += found.space_size;
+    result.unusable_knobs += found.unusable.size();
     if (options.progress) {
-      options.progress(fmt::format("{}: {} of {} knobs{} measured", partition.key, found.successful.size(),
-                                   found.space_size, found.restricted ? " in the table" : ""));
+      options.progress(fmt::format("{}: {} of {} knobs{} measured{}", partition.key, found.successful.size(),
+                                   found.space_size, found.restricted ? " in the table" : "",
+                                   unusable_note(partition, found.unusable)));
     }
   }
 
@@ -364,11 +407,11 @@ pipeline::OptionTable baseline_option_table(Method method, const Job& job, const
                                             const PlannerOptions& options) {
   KAREUS_CHECK(method != Method::kKareus, "Kareus's options come from its search, not a fixed knob");
   MeasurementCache cache;
-  std::vector<double> clocks = search::grid_clocks_mhz(evaluator.gpu(), options.search.grid);
+  std::vector<double> clocks = job_clocks_mhz(job, evaluator, options);
   if (method == Method::kMegatron) clocks = {*std::max_element(clocks.begin(), clocks.end())};
   compose::PartitionPoints points;
   for (const workload::Partition& partition : job_partitions(job)) {
-    search::KnobSpace space = search::knob_space_for(partition, evaluator.gpu(), options.search.grid);
+    const search::KnobSpace space = baseline_space(partition, evaluator, options.search.grid, clocks);
     auto& list = points[partition.key];
     for (double clock : clocks) list.push_back(measure(evaluator, partition, baseline_knob(method, space, clock), cache));
   }

@@ -73,6 +73,7 @@ struct MethodResult {
   std::vector<pipeline::FrontierPoint> frontier;  // Pareto, time ascending; plans index `table`
   std::size_t measurements = 0;                   // evaluator calls this method made
   std::size_t grid_knobs = 0;                     // knobs its space holds (Kareus)
+  std::size_t unusable_knobs = 0;                 // a table's records its space cannot hold (Kareus)
 
   std::vector<TimeEnergy> points() const;
 };
@@ -99,17 +100,19 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
                         const PlannerOptions& options);
 
 // The option table of a baseline (Megatron-LM, Perseus or Nanobatching+Perseus): every partition
-// at the method's knob at each clock of options.search.grid (Megatron-LM: the highest only), one
+// at the method's knob at each clock of options.search.grid, or of a table's own clocks
+// (Megatron-LM: the highest only), one
 // option per (stage, instruction, clock). What an artifact's plan of that method is evaluated on.
 pipeline::OptionTable baseline_option_table(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                             const PlannerOptions& options);
 // Why `method` cannot run on `evaluator` for `job`, e.g. "the table holds no sequential knob
-// (collective after the compute) of fwd_attn, fwd_mlp at any clock of the grid; the Kareus
+// (collective after the compute) of fwd_attn, fwd_mlp at any clock it holds; the Kareus
 // artifact never measures it"; nullopt when it can. Only a table can lack a knob. Kareus runs on
 // any table, except with zb-h1 on one without W's weight-gradient GEMMs (bwd_wgrad) at any clock.
 std::optional<std::string> unsupported_reason(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                               const PlannerOptions& options);
-// The clocks a baseline runs at (see run_method); empty when it cannot run. All the grid's for Kareus.
+// The clocks a baseline runs at (see run_method); empty when it cannot run. All the grid's for
+// Kareus; on a table (an evaluator with a finite set of knobs) the clocks it holds, on any grid.
 std::vector<double> method_clocks_mhz(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                       const PlannerOptions& options);
 

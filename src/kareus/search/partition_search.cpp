@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "kareus/core/error.hpp"
 
@@ -42,7 +44,11 @@ std::vector<int> default_sm_levels(const workload::Partition& partition) {
 }
 
 KnobSpace knob_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid) {
-  std::vector<double> clocks = grid_clocks_mhz(gpu, grid);
+  return knob_space_for(partition, gpu, grid, grid_clocks_mhz(gpu, grid));
+}
+
+KnobSpace knob_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid,
+                         std::vector<double> clocks) {
   std::vector<int> sms = grid.sms ? *grid.sms : default_sm_levels(partition);
   std::vector<std::string> slots;
   if (partition.collective) {
@@ -59,6 +65,56 @@ KnobSpace knob_space_for(const workload::Partition& partition, const hardware::G
     }
   }
   return KnobSpace::make(std::move(clocks), std::move(sms), std::move(slots), partition.collective ? grid.sequential_sms : 0);
+}
+
+KnobSpace search_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid,
+                           const std::optional<std::vector<Knob>>& known) {
+  if (!known) return knob_space_for(partition, gpu, grid);
+  std::set<double> clocks;
+  std::set<int> sms;
+  std::set<std::string> sampled_slots;
+  std::map<int, int> sequential_sms;
+  for (const Knob& k : *known) {
+    clocks.insert(k.freq_mhz);
+    if (k.sequential()) {
+      ++sequential_sms[k.sms];
+    } else if (std::any_of(partition.slots.begin(), partition.slots.end(), [&](const auto& s) { return s.name == k.slot; })) {
+      sms.insert(k.sms);
+      sampled_slots.insert(k.slot);
+    }
+  }
+  if (clocks.empty()) return knob_space_for(partition, gpu, grid).restricted_to({});
+  int sequential = grid.sequential_sms;
+  if (!sequential_sms.empty() && !sequential_sms.contains(grid.sequential_sms)) {
+    sequential = std::max_element(sequential_sms.begin(), sequential_sms.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; })
+                     ->first;
+  }
+  std::vector<std::string> slots;
+  for (const auto& slot : partition.slots) {
+    if (sampled_slots.contains(slot.name)) slots.push_back(slot.name);
+  }
+  if (slots.empty() && partition.collective && !partition.slots.empty()) {
+    // Only sequential knobs: the grid keeps the overlapped ones (none available), so that a
+    // sequential knob is one at its SM count, as on any space with a collective.
+    const KnobSpace grid_space = knob_space_for(partition, gpu, grid, {clocks.begin(), clocks.end()});
+    return KnobSpace::make(grid_space.freqs_mhz(), grid_space.sms(), grid_space.slots(), sequential).restricted_to(*known);
+  }
+  // Never overlapped: a table answers by clock (KnobSpace::restricted_to), at the grid's SMs.
+  if (partition.slots.empty()) sequential = partition.collective ? grid.sequential_sms : 0;
+  return KnobSpace::make({clocks.begin(), clocks.end()}, {sms.begin(), sms.end()}, std::move(slots), sequential)
+      .restricted_to(*known);
+}
+
+std::vector<Knob> knobs_outside(const KnobSpace& space, const std::vector<Knob>& known) {
+  std::vector<Knob> out;
+  for (const Knob& k : known) {
+    const bool held = space.has_collective() ? space.index_of(k).has_value()
+                                             : k.sequential() && std::find(space.freqs_mhz().begin(), space.freqs_mhz().end(),
+                                                                           k.freq_mhz) != space.freqs_mhz().end();
+    if (!held) out.push_back(k);
+  }
+  return out;
 }
 
 std::size_t default_initial_points(const KnobSpace& space, bool cover_configurations) {
@@ -78,8 +134,8 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
   if (options.batch_size < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
   PreparedSearch p;
   p.partition = &partition;
-  p.space = knob_space_for(partition, gpu, options.grid);
-  if (known) p.space = p.space.restricted_to(*known);
+  p.space = search_space_for(partition, gpu, options.grid, known);
+  if (known) p.unusable = knobs_outside(p.space, *known);
   p.options = options;
   p.mobo.batch_size = options.batch_size;
   p.mobo.initial.latin_hypercube_points = options.initial_points.value_or(default_initial_points(p.space, options.cover_configurations));
@@ -176,6 +232,7 @@ PartitionSearchResult run_prepared_search(const PreparedSearch& prepared, const 
   r.grid_size = prepared.space.size();
   r.space_size = prepared.space.available_count();
   r.restricted = prepared.space.restricted();
+  r.unusable = prepared.unusable;
   r.budget = prepared.budget;
   r.outcome = run_search(prepared.space, *strategy, measure_with(evaluator, partition), evaluator.thread_safe(),
                          journal ? &*journal : nullptr, options, progress);

@@ -3,8 +3,9 @@
 // a knob costs). Builds the partition's knob grid on the GPU, checks the request before anything
 // is touched, runs the chosen strategy against a resumable journal, and returns the frontiers.
 //
-// When the evaluator holds a finite set of knobs (a table of measurements), the space is the grid's
-// knobs among them: the search never asks for a knob without a sample.
+// When the evaluator holds a finite set of knobs (a table of measurements), the space is the grid of
+// those knobs, whatever grid measured them: the search never asks for a knob without a sample,
+// and a sample it cannot use (a slot the partition lacks) is counted, not silently dropped.
 //
 // Thread-safety: prepare_search() is pure; run_prepared_search() measures in parallel when the
 // evaluator declares itself thread-safe.
@@ -50,6 +51,20 @@ std::vector<double> grid_clocks_mhz(const hardware::GpuSpec& gpu, const GridOpti
 std::vector<int> default_sm_levels(const workload::Partition& partition);
 // Throws InputError when the grid is empty or an SM level does not fit the GPU.
 KnobSpace knob_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid);
+// The same grid's SM levels, slots and sequential SMs at `clocks_mhz` (ascending, the GPU's).
+KnobSpace knob_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid,
+                         std::vector<double> clocks_mhz);
+
+// The space a search of `partition` may measure. Without `known`, the grid of `grid`. With it (an
+// evaluator's finite set of knobs: a table), the grid spanned by those knobs (their clocks, the SM
+// levels of their overlapped knobs, the partition's slots they sample, in the partition's order,
+// and their sequential knob's SMs: `grid.sequential_sms` when present, else the most frequent),
+// with only the known knobs available. `grid` then only supplies the sequential SMs.
+KnobSpace search_space_for(const workload::Partition& partition, const hardware::GpuSpec& gpu, const GridOptions& grid,
+                           const std::optional<std::vector<Knob>>& known);
+// The known knobs a space cannot hold (a slot the partition lacks, a second sequential SM count):
+// what a search on a table reports it left out.
+std::vector<Knob> knobs_outside(const KnobSpace& space, const std::vector<Knob>& known);
 
 struct PartitionSearchOptions {
   SearchMode mode = SearchMode::kMobo;
@@ -79,16 +94,17 @@ struct PreparedSearch {
   std::size_t initial_design_size = 0;  // 0 in exhaustive mode
   PartitionSearchOptions options;
   MoboOptions mobo;
+  std::vector<Knob> unusable;  // the evaluator's knobs outside the space (knobs_outside)
 };
 
 // Throws InputError for a bad request: batch < 1, a budget below the initial design (MOBO) or
 // below 1, a grid that does not fit the GPU. `known`: the only knobs the search may measure (see
-// KnobSpace::restricted_to); the budget's defaults are then shares of those.
+// search_space_for); the budget's defaults are then shares of those.
 PreparedSearch prepare_search(const workload::Partition& partition, const hardware::GpuSpec& gpu,
                               const PartitionSearchOptions& options,
                               const std::optional<std::vector<Knob>>& known = std::nullopt);
-// The same on the evaluator's GPU, restricted to the knobs it holds when it says it holds a finite
-// set (a table: Evaluator::known_knobs), so that no measurement is spent on a knob it lacks.
+// The same on the evaluator's GPU, on the knobs it holds when it says it holds a finite set (a
+// table: Evaluator::known_knobs), so that no measurement is spent on a knob it lacks.
 PreparedSearch prepare_search(const workload::Partition& partition, const evaluate::Evaluator& evaluator,
                               const PartitionSearchOptions& options);
 
@@ -101,6 +117,7 @@ struct PartitionSearchResult {
   std::size_t grid_size = 0;        // knobs on the grid
   std::size_t space_size = 0;       // of them, those the search may measure (all unless restricted)
   bool restricted = false;          // the space is the evaluator's known knobs (a table)
+  std::vector<Knob> unusable;       // the evaluator's knobs the space cannot hold
   std::size_t budget = 0;
   SearchOutcome outcome;
   std::vector<Measurement> successful;          // one per measured knob
