@@ -94,7 +94,7 @@ TEST(PlanCursor, AFrontierIsOneJobsPlansAndSwitchesOnlyAtTheNamedIteration) {
   EXPECT_TRUE(Contains(testing::input_error_of([&] {
                          PlanCursor({fast, other}, 0, 0, nullptr, "s.json");
                        }),
-                       "a frontier's plans must be of one job"));
+                       "a set's plans must be of one job"));
   EXPECT_FALSE(
       testing::input_error_of([&] { PlanCursor({fast}, 1, 0, nullptr, "s.json"); }).empty());
 }

@@ -26,7 +26,7 @@ Action register_export(CLI::App& app) {
   cmd->add_option("--out", flags->out, "Directory to write into")->required();
   return [flags] {
     plan::Plan p = plan::read_plan(flags->plan, flags->index);
-    for (const std::string& name : plan::export_plan(p, flags->format, flags->out)) {
+    for (const std::string& name : plan::export_plan(p, flags->format, flags->out, plan::plan_source(flags->plan, flags->index))) {
       fmt::print("Wrote {}/{}\n", flags->out, name);
     }
     return 0;

@@ -31,6 +31,7 @@
 #include "kareus/pipeline/dag.hpp"
 #include "kareus/pipeline/schedule.hpp"
 #include "kareus/plan/select.hpp"
+#include "kareus/plan/validate.hpp"
 #include "kareus/runtime/energy_monitor.hpp"
 #include "kareus/runtime/fake_gpu.hpp"
 #include "kareus/runtime/frequency_controller.hpp"
@@ -129,36 +130,6 @@ ReplayPowerModel power_model_for(const std::vector<plan::Plan>& plans,
   return model;
 }
 
-void check_plan(const plan::Plan& plan, const pipeline::PipelineSchedule& schedule,
-                const std::string& source) {
-  for (int s = 0; s < plan.num_stages; ++s) {
-    auto order = schedule.stage_order(s);
-    const auto& planned = plan.stages[static_cast<std::size_t>(s)];
-    if (planned.size() != order.size()) {
-      throw InputError(
-          {source, 0, 0, fmt::format("stages[{}].instructions", s)},
-          fmt::format("has {} instructions; {} with {} microbatches has {}", planned.size(),
-                      pipeline::to_string(plan.schedule), plan.num_microbatches, order.size()));
-    }
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const auto& i = planned[k];
-      if (i.type != order[k].type || i.microbatch != order[k].microbatch) {
-        throw InputError(
-            {source, 0, 0, fmt::format("stages[{}].instructions[{}]", s, k)},
-            fmt::format("is {} of microbatch {}; the {} schedule runs {} of microbatch {} here",
-                        pipeline::to_string(i.type), i.microbatch,
-                        pipeline::to_string(plan.schedule), pipeline::to_string(order[k].type),
-                        order[k].microbatch));
-      }
-      if (!(i.time_s > 0) || !std::isfinite(i.time_s) || !(i.energy_j >= 0) ||
-          !std::isfinite(i.energy_j)) {
-        throw InputError({source, 0, 0, fmt::format("stages[{}].instructions[{}]", s, k)},
-                         "needs a positive time_s and a non-negative energy_j");
-      }
-    }
-  }
-}
-
 // When each instruction of a plan runs in one iteration, as events in time order; at equal times
 // an instruction ends before the next begins, so the stage's load switches cleanly.
 struct Event {
@@ -217,31 +188,23 @@ int run_replay(const ReplayFlags& flags) {
   }
   std::vector<plan::Plan> plans;
   std::size_t start_index = 0;
-  std::string source =
-      flags.index ? fmt::format("{} plans[{}]", flags.plan, *flags.index) : flags.plan;
+  const std::string source = straggler ? flags.plan : plan::plan_source(flags.plan, flags.index);
   if (straggler) {
     plans = plan::read_plan_set(flags.plan);
+    plan::validate_set(plans, flags.plan);
     std::vector<TimeEnergy> points;
     for (const auto& p : plans) points.push_back({p.time_s, p.energy_j});
     start_index = plan::select_plan(points, {plan::Target::Kind::kMaxThroughput, 0});
   } else {
     plans.push_back(plan::read_plan(flags.plan, flags.index));
+    plan::validate(plans.front(), source);
   }
   const plan::Plan& first = plans[start_index];
   auto schedule =
       pipeline::PipelineSchedule::make(first.schedule, first.num_stages, first.num_microbatches,
                                        first.virtual_stages);
   std::vector<Timeline> timelines;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    std::string where = plans.size() == 1 ? source : fmt::format("{} plans[{}]", flags.plan, i);
-    if (plans[i].schedule != first.schedule || plans[i].num_stages != first.num_stages ||
-        plans[i].num_microbatches != first.num_microbatches || plans[i].virtual_stages != first.virtual_stages) {
-      throw InputError({where, 0, 0, "schedule"},
-                       "differs from the set's other plans: not one job's frontier");
-    }
-    check_plan(plans[i], schedule, where);
-    timelines.push_back(timeline_of(plans[i], schedule));
-  }
+  for (const plan::Plan& p : plans) timelines.push_back(timeline_of(p, schedule));
 
   std::vector<int> clocks_mhz;
   ReplayPowerModel model = power_model_for(plans, clocks_mhz);

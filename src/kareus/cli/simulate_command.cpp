@@ -15,6 +15,7 @@
 #include "kareus/core/io.hpp"
 #include "kareus/engine/engine.hpp"
 #include "kareus/plan/plan.hpp"
+#include "kareus/plan/validate.hpp"
 #include "kareus/sim/cluster.hpp"
 #include "kareus/sim/simulator.hpp"
 #include "kareus/sim/trace.hpp"
@@ -94,7 +95,7 @@ sim::SimulationOptions simulation_options(const SimulateFlags& flags, const plan
       flags.switch_latency_ms ? *flags.switch_latency_ms * 1e-3 : cluster.clock_switch_latency_s;
   options.jitter = flags.jitter;
   options.seed = flags.seed;
-  options.plan_source = flags.index ? fmt::format("{} plans[{}]", flags.plan, *flags.index) : flags.plan;
+  options.plan_source = plan::plan_source(flags.plan, flags.index);
   options.exposed_host_s = exposed_host_s(engine);
   options.host_lead_instructions = flags.host_lead;
   transfers = "none (--no-p2p)";
@@ -163,6 +164,7 @@ void print_alignment_table(const std::vector<AlignedRun>& runs, int host_lead) {
 int run_simulate(const SimulateFlags& flags) {
   const std::vector<sim::Alignment> alignments = alignments_of(flags);
   const plan::Plan plan = plan::read_plan(flags.plan, flags.index);
+  plan::validate(plan, plan::plan_source(flags.plan, flags.index));
   const sim::ClusterSpec cluster = sim::load_cluster_preset(flags.cluster);
   const engine::EngineSpec engine = simulated_engine(flags, plan);
   std::string transfers;

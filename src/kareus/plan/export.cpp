@@ -9,6 +9,7 @@
 #include "kareus/core/artifact_format.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/plan/validate.hpp"
 
 namespace kareus::plan {
 namespace {
@@ -205,8 +206,9 @@ std::string kareus_artifact_scheds(const Plan& plan) {
   return out + "]\n";
 }
 
-std::vector<std::string> export_plan(const Plan& plan, std::string_view format,
-                                     const std::filesystem::path& dir) {
+std::vector<std::string> export_plan(const Plan& plan, std::string_view format, const std::filesystem::path& dir,
+                                     const std::string& source) {
+  validate(plan, source);
   if (format == "zeus-pfo") {
     std::string text = zeus_pfo_schedule(plan);
     write_file_atomic(dir / "freqs_pipeline_00000.py", text);

@@ -55,8 +55,9 @@ std::string kareus_artifact_scheds(const Plan& plan);
 std::string zeus_pfo_schedule(const Plan& plan);
 
 // Writes the files of `format` ("kareus-artifact" or "zeus-pfo") into `dir`; returns their names.
-// Nothing is written when the plan cannot be exported.
-std::vector<std::string> export_plan(const Plan& plan, std::string_view format,
-                                     const std::filesystem::path& dir);
+// Nothing is written when the plan cannot be exported or is not valid (validate.hpp; `source`
+// names it in errors).
+std::vector<std::string> export_plan(const Plan& plan, std::string_view format, const std::filesystem::path& dir,
+                                     const std::string& source = "plan");
 
 }  // namespace kareus::plan

@@ -128,6 +128,10 @@ int integer_field(const nlohmann::json& object, const std::string& key, const st
 
 }  // namespace
 
+std::string plan_source(const std::filesystem::path& path, std::optional<std::size_t> index) {
+  return index ? fmt::format("{} plans[{}]", path.string(), *index) : path.string();
+}
+
 Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
   Plan plan;
   if (field<std::string>(json, "format", "", source) != kPlanFormat) {

@@ -104,6 +104,8 @@ void write_plan(const Plan& plan, const std::filesystem::path& path);
 // Reads a kareus-plan file, or plan `index` of a kareus-plan-set file (as `kareus frontier --out`
 // writes); a set without an index, or an index out of range, is an InputError.
 Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index = std::nullopt);
+// How a consumer names a plan it read, in errors: the file, or "<file> plans[i]" for plan i of a set.
+std::string plan_source(const std::filesystem::path& path, std::optional<std::size_t> index = std::nullopt);
 // Every plan of a kareus-plan-set file (a frontier, as `kareus frontier --out` and `kareus plan
 // --out` write it), in file order; a single kareus-plan file reads as a set of one.
 std::vector<Plan> read_plan_set(const std::filesystem::path& path);

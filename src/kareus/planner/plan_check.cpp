@@ -10,6 +10,7 @@
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/core/median.hpp"
+#include "kareus/plan/validate.hpp"
 
 namespace kareus::planner {
 namespace {
@@ -167,7 +168,8 @@ std::vector<ReferencePlan> read_kareus_plans(const std::filesystem::path& path) 
   std::vector<ReferencePlan> out;
   for (std::size_t i = 0; i < count; ++i) {
     plan::Plan p = set ? plan::read_plan(path, i) : plan::read_plan(path);
-    const std::string where = set ? fmt::format("{} plans[{}]", path.string(), i) : path.string();
+    const std::string where = plan::plan_source(path, set ? std::optional<std::size_t>(i) : std::nullopt);
+    plan::validate(p, where);
     const std::string method_name = p.source.is_object() ? p.source.value("method", "") : "";
     const std::string job_name = p.source.is_object() ? p.source.value("job", "") : "";
     ReferencePlan plan;

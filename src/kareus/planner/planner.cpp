@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kareus/core/error.hpp"
+#include "kareus/plan/validate.hpp"
 #include "kareus/workload/zero_bubble.hpp"
 
 namespace kareus::planner {
@@ -266,6 +267,7 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
   MethodResult result;
   result.method = method;
   result.engine = options.engine.name;
+  result.gpu = plan::gpu_limits_json(evaluator.gpu());
   result.schedule = options.schedule;
   result.virtual_stages = options.virtual_stages;
   result.p_static_w = options.p_static_w.value_or(evaluator.gpu().static_power_w);
@@ -429,6 +431,15 @@ plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline:
                             {{"method", std::string(to_string(result.method))}, {"job", job.name}}};
   // Which host the instruction times assume: `kareus simulate` replays the plan under it.
   if (!result.engine.empty()) context.source["engine"] = result.engine;
+  // What every consumer holds the plan's clocks and knobs to (plan/validate.hpp).
+  if (!result.gpu.is_null()) context.source["gpu"] = result.gpu;
+  nlohmann::json slots = nlohmann::json::object();
+  for (const workload::Partition& p : job_partitions(job, result.schedule)) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto& slot : p.slots) names.push_back(slot.name);
+    slots[p.key] = std::move(names);
+  }
+  context.source["launch_slots"] = std::move(slots);
   return plan::make_plan(result.table, dag, point, context);
 }
 

@@ -69,6 +69,7 @@ struct MethodResult {
   double p_static_w = 0;
   double unit_time_s = 0;
   std::string engine;  // the engine the instructions were composed under (engine::EngineSpec::name; empty: idle)
+  nlohmann::json gpu;  // the evaluator's GPU as a plan records it (plan::gpu_limits_json)
   pipeline::OptionTable table;
   std::vector<pipeline::FrontierPoint> frontier;  // Pareto, time ascending; plans index `table`
   std::size_t measurements = 0;                   // evaluator calls this method made

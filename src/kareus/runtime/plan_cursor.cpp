@@ -8,6 +8,7 @@
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/pareto.hpp"
+#include "kareus/plan/validate.hpp"
 
 namespace kareus::runtime {
 
@@ -19,18 +20,9 @@ PlanCursor::StagePlan PlanCursor::load(plan::Plan plan, const std::string& sourc
   }
   StagePlan loaded;
   loaded.instructions = plan.stages[static_cast<std::size_t>(stage_)];
-  if (loaded.instructions.empty()) {
-    throw InputError({source, 0, 0, fmt::format("stages[{}].instructions", stage_)}, "is empty");
-  }
   for (std::size_t k = 0; k < loaded.instructions.size(); ++k) {
-    double f = loaded.instructions[k].freq_mhz;
-    if (!std::isfinite(f) || f < 1 || f > 1e6) {
-      throw InputError({source, 0, 0, field(k) + ".freq_mhz"},
-                       fmt::format("{} is not a usable SM clock in MHz", f));
-    }
-    loaded.clocks_mhz.push_back(static_cast<int>(std::lround(f)));
-    loaded.knobs.push_back(
-        plan::instruction_knobs(loaded.instructions[k].knob, field(k) + ".knob", source));
+    loaded.clocks_mhz.push_back(static_cast<int>(std::lround(loaded.instructions[k].freq_mhz)));
+    loaded.knobs.push_back(plan::instruction_knobs(loaded.instructions[k].knob, field(k) + ".knob", source));
   }
   loaded.plan = std::move(plan);
   return loaded;
@@ -39,45 +31,28 @@ PlanCursor::StagePlan PlanCursor::load(plan::Plan plan, const std::string& sourc
 PlanCursor::PlanCursor(plan::Plan plan, int stage, FrequencyController* controller,
                        std::string source)
     : stage_(stage), controller_(controller), source_(std::move(source)) {
+  plan::validate(plan, source_);
   plans_.push_back(load(std::move(plan), source_));
 }
 
 PlanCursor::PlanCursor(std::vector<plan::Plan> frontier, std::size_t start, int stage,
                        FrequencyController* controller, std::string source)
     : stage_(stage), controller_(controller), source_(std::move(source)) {
-  if (frontier.empty()) throw InputError({source_, 0, 0, "plans"}, "the frontier holds no plans");
+  plan::validate_set(frontier, source_);
   if (start >= frontier.size()) {
     throw InputError({source_, 0, 0, "plans"},
                      fmt::format("start plan {} is out of range: the frontier holds {}", start,
                                  frontier.size()));
   }
   for (std::size_t i = 0; i < frontier.size(); ++i) {
-    const plan::Plan& first = frontier.front();
-    const plan::Plan& p = frontier[i];
-    std::string where = fmt::format("{} plans[{}]", source_, i);
-    if (p.schedule != first.schedule || p.num_stages != first.num_stages ||
-        p.num_microbatches != first.num_microbatches) {
-      throw InputError(
-          {where, 0, 0, "schedule"},
-          fmt::format("runs {} over {} stages and {} microbatches, but plans[0] runs {} over {} "
-                      "and {}: a frontier's plans must be of one job",
-                      pipeline::to_string(p.schedule), p.num_stages, p.num_microbatches,
-                      pipeline::to_string(first.schedule), first.num_stages,
-                      first.num_microbatches));
-    }
-    if (!(p.time_s > 0) || !std::isfinite(p.time_s) || !std::isfinite(p.energy_j)) {
-      throw InputError({where, 0, 0, "time_s"},
-                       "needs a positive time_s and a finite energy_j to be selectable");
-    }
-    plans_.push_back(load(std::move(frontier[i]), where));
+    plans_.push_back(load(std::move(frontier[i]), fmt::format("{} plans[{}]", source_, i)));
   }
   plan_index_ = start;
 }
 
 PlanCursor PlanCursor::open(const std::filesystem::path& path, int stage,
                             FrequencyController* controller, std::optional<std::size_t> index) {
-  std::string source = index ? fmt::format("{} plans[{}]", path.string(), *index) : path.string();
-  return PlanCursor(plan::read_plan(path, index), stage, controller, source);
+  return PlanCursor(plan::read_plan(path, index), stage, controller, plan::plan_source(path, index));
 }
 
 namespace {
@@ -93,6 +68,7 @@ std::vector<TimeEnergy> points_of(const std::vector<plan::Plan>& plans) {
 PlanCursor PlanCursor::open_frontier(const std::filesystem::path& path, int stage,
                                      FrequencyController* controller, plan::Target start) {
   std::vector<plan::Plan> plans = plan::read_plan_set(path);
+  plan::validate_set(plans, path.string());
   std::size_t chosen = plan::select_plan(points_of(plans), start);
   return PlanCursor(std::move(plans), chosen, stage, controller, path.string());
 }

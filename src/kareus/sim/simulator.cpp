@@ -9,38 +9,10 @@
 #include "kareus/core/error.hpp"
 #include "kareus/pipeline/dag.hpp"
 #include "kareus/pipeline/schedule.hpp"
+#include "kareus/plan/validate.hpp"
 
 namespace kareus::sim {
 namespace {
-
-// The plan's schedule, checked instruction by instruction against what the plan lists.
-pipeline::PipelineSchedule schedule_of(const plan::Plan& plan, const std::string& source) {
-  pipeline::PipelineSchedule schedule =
-      pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
-  for (int s = 0; s < plan.num_stages; ++s) {
-    auto order = schedule.stage_order(s);
-    const auto& listed = plan.stages.at(static_cast<std::size_t>(s));
-    if (listed.size() != order.size()) {
-      throw InputError({source, 0, 0, fmt::format("stages[{}].instructions", s)},
-                       fmt::format("lists {} instructions; the {} schedule runs {} on this stage", listed.size(),
-                                   pipeline::to_string(plan.schedule), order.size()));
-    }
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const plan::PlannedInstruction& p = listed[k];
-      const pipeline::Instruction& o = order[k];
-      if (p.type != o.type || p.microbatch != o.microbatch || p.chunk != o.chunk || p.part != o.part) {
-        throw InputError({source, 0, 0, fmt::format("stages[{}].instructions[{}]", s, k)},
-                         fmt::format("is not what the {} schedule runs there (microbatch {} chunk {})",
-                                     pipeline::to_string(plan.schedule), o.microbatch, o.chunk));
-      }
-      if (!(p.time_s > 0) || !(p.freq_mhz > 0) || !std::isfinite(p.energy_j)) {
-        throw InputError({source, 0, 0, fmt::format("stages[{}].instructions[{}]", s, k)},
-                         "needs a positive time and clock and a finite energy");
-      }
-    }
-  }
-  return schedule;
-}
 
 // A clock request, tagged with the stage's instruction it is for, so that time at a clock not an
 // instruction's own reads as late (an earlier instruction's) or early (a later one's).
@@ -111,7 +83,9 @@ Alignment parse_alignment(std::string_view text) {
 
 SimulationResult simulate(const plan::Plan& plan, const SimulationOptions& options) {
   check_options(options);
-  const pipeline::PipelineSchedule schedule = schedule_of(plan, options.plan_source);
+  plan::validate(plan, options.plan_source);
+  const pipeline::PipelineSchedule schedule =
+      pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
   const pipeline::InstructionDag dag(schedule);
   const std::size_t n = dag.num_nodes();
   const double p_blocking_w = plan.p_blocking_w;
