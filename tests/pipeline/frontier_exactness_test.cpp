@@ -1,6 +1,6 @@
 // The frontier on irregular tables: it never fails on valid input, and it matches the enumerated
 // exact frontier. KAREUS_EXACTNESS_TABLES sets how many random tables the enumeration check runs
-// (default 1,000; the README's figure is from 10,000), KAREUS_EXACTNESS_SEED the first seed.
+// (default 1,000; docs/solver.md's figure is from 10,000), KAREUS_EXACTNESS_SEED the first seed.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 

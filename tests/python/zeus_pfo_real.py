@@ -2,7 +2,7 @@
 
 Real `kareus plan` runs (the default job, TP 8 x PP 2, and TP 2 x PP 4 x DP 2) are exported and the
 file is handed to the schedulers of Zeus's PFO server (zeus.optimizer.pipeline_frequency.server.
-scheduler, PyPI `zeus`), chosen by ZEUS_PFO_SCHEDULER as the README starts the server: `PointSolution`, which `eval`s the file as a list of per-rank lists of
+scheduler, PyPI `zeus`), chosen by ZEUS_PFO_SCHEDULER as docs/formats.md starts the server: `PointSolution`, which `eval`s the file as a list of per-rank lists of
 (instruction, MHz) and checks that it has one list per rank, and `PointSolution3D`, which runs it
 per pipeline stage and copies a stage's list to every rank of that stage. Each rank's schedule is
 sent to the client as JSON and read back with Zeus's `FrequencySchedule`, as its client does; it
@@ -63,7 +63,7 @@ class ZeusPfo(unittest.TestCase):
         return plan, os.path.join(out, "freqs_pipeline_00000.py")
 
     def serve(self, scheduler, tp, pp, dp, path, frequencies):
-        """The schedules the server hands out, set up as the README says (environment variables)
+        """The schedules the server hands out, set up as docs/formats.md says (environment variables)
         and the scheduler made as Zeus's job manager makes it."""
         os.environ["ZEUS_PFO_SCHEDULER"] = scheduler
         os.environ["ZEUS_PFO_SCHEDULER_ARGS"] = json.dumps({"solution_path": path})
@@ -99,7 +99,7 @@ class ZeusPfo(unittest.TestCase):
     def test_default_job(self):
         path = self.check_job("default", 8, 2, 1)
         # Zeus's plain PointSolution wants one list per rank: with TP > 1 it refuses the per-stage
-        # file, as the README says (run the server with PointSolution3D).
+        # file, as docs/formats.md says (run the server with PointSolution3D).
         with self.assertRaisesRegex(RuntimeError, "assumes 2 ranks"):
             self.serve("PointSolution", 8, 2, 1, path, [1410])
 

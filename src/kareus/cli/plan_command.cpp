@@ -245,7 +245,7 @@ int run_plan(PlanFlags& flags) {
         {"how far to trust it",
          evaluator.provenance() == evaluate::Provenance::kModel
              ? "a model: on the Kareus cluster's measured plans it gives nanobatching about twice the measured gain "
-               "(README, \"The simulated GPU against measured hardware\")"
+               "(docs/model.md, \"The simulated GPU against measured hardware\")"
              : "measured samples, as measured"}},
        note},
       frontier_svg, report::clock_timeline_svg(chosen_plan),
