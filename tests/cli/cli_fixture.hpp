@@ -29,9 +29,10 @@ inline std::string slurp(const std::filesystem::path& path) {
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// Bad input is one line on stderr, "kareus: error: ...", exit code 2.
-inline void expect_one_line_error(const CliResult& r, const std::string& fragment) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
+// A failure is one line on stderr, "kareus: error: ...", with its exit code: 2 for bad input (the
+// default here), 3 for the device or the environment (kareus::cli::ExitCode).
+inline void expect_one_line_error(const CliResult& r, const std::string& fragment, int exit_code = 2) {
+  EXPECT_EQ(r.exit_code, exit_code) << r.err;
   EXPECT_EQ(r.err.rfind("kareus: error: ", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_TRUE(contains(r.err, fragment)) << "expected '" << fragment << "' in: " << r.err;

@@ -6,11 +6,22 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <exception>
 #include <functional>
+#include <string>
 
 namespace kareus::cli {
 
 using Action = std::function<int()>;
+
+// What `kareus` exits with when a command fails (0 when it succeeds): bad input (an InputError: a
+// flag, a file, a field), the device or the environment (a DeviceError: a GPU, its driver, NVML,
+// MPI; a file system error), or a bug (an InternalError or any other exception; 70 is sysexits'
+// EX_SOFTWARE).
+enum class ExitCode : int { kBadInput = 2, kDeviceOrEnvironment = 3, kInternal = 70 };
+ExitCode exit_code_for(const std::exception& e);
+// The one line on stderr: "kareus: error: <what>", a bug saying it is one.
+std::string failure_line(const std::exception& e);
 
 #define KAREUS_COMMAND(name) Action register_##name(CLI::App& app);
 #include "kareus/cli/command_list.inc"

@@ -70,17 +70,16 @@ void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<w
   }
 }
 
-evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
-                                   const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
-                                   pipeline::ScheduleKind schedule, const evaluate::NoiseOptions& noise) {
+std::optional<evaluate::Evaluator> make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
+                                                  const workload::ModelSpec& model,
+                                                  const workload::ParallelConfig& parallel,
+                                                  pipeline::ScheduleKind schedule, const evaluate::NoiseOptions& noise) {
   if (spec != "gpu") return make_evaluator(spec, gpu, noise);
   if (noise.sigma != 0) throw InputError({"", 0, 0, "--noise"}, "applies to the simulated GPU (--evaluator sim) only");
   const nlohmann::json identity = {{"model", model.name}, {"gpu", gpu.name}, {"tp", parallel.tp}, {"cp", parallel.cp},
                                    {"mbs", parallel.microbatch_size}, {"seq_len", parallel.seq_len}};
-  auto evaluator = profile::open_gpu_evaluator(model, parallel, gpu, planner::job_partitions({model, parallel, ""}, schedule),
-                                               identity, {});
-  if (!evaluator) std::exit(0);  // another rank served rank 0's measurements; rank 0 reports
-  return std::move(*evaluator);
+  return profile::open_gpu_evaluator(model, parallel, gpu, planner::job_partitions({model, parallel, ""}, schedule),
+                                     identity, {});
 }
 
 void add_noise_flags(CLI::App& cmd, evaluate::NoiseOptions& noise) {

@@ -32,8 +32,8 @@ void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<w
 // As above, plus "gpu": measured on this machine's GPUs by the profiler (profile/profiler.hpp), for
 // `model` under `parallel`, the partitions `schedule` runs (zb-h1's W among them). Without a GPU
 // that is a DeviceError (one line). Under mpirun, ranks other than 0 serve rank 0's measurements
-// inside this call and then exit the process (status 0).
-evaluate::Evaluator make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
+// inside this call and then get nullopt: their command is done (exit 0), rank 0 reports.
+std::optional<evaluate::Evaluator> make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
                                    const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
                                    pipeline::ScheduleKind schedule, const evaluate::NoiseOptions& noise = {});
 

@@ -6,7 +6,6 @@
 #include <cstdio>
 
 #include "kareus/cli/commands.hpp"
-#include "kareus/core/error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"kareus: plans GPU clocks and communication overlap for energy-efficient "
@@ -35,22 +34,20 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "kareus: error: %s (see kareus --help)\n", e.what());
-    return 2;
+    return static_cast<int>(kareus::cli::ExitCode::kBadInput);
   }
   // Diagnostics go to stderr, so that stdout carries data only (e.g. `kareus frontier --csv`).
   spdlog::set_default_logger(spdlog::stderr_color_mt("kareus"));
   spdlog::set_pattern("kareus: %v");
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  // A script can tell a typo from a failing GPU from a bug (kareus::cli::ExitCode).
   try {
     for (auto& [command, action] : actions) {
       if (command->parsed()) return action();
     }
-  } catch (const kareus::Error& e) {
-    std::fprintf(stderr, "kareus: error: %s\n", e.what());
-    return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kareus: error: %s\n", e.what());
-    return 2;
+    std::fputs(kareus::cli::failure_line(e).c_str(), stderr);
+    return static_cast<int>(kareus::cli::exit_code_for(e));
   }
   return 0;
 }

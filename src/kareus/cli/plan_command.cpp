@@ -156,8 +156,10 @@ int run_plan(PlanFlags& flags) {
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
   options.engine = resolved.engine;
-  evaluate::Evaluator evaluator =
+  std::optional<evaluate::Evaluator> served =
       make_evaluator(flags.evaluator, gpu, job.model, job.parallel, options.schedule, flags.noise);
+  if (!served) return 0;  // a rank other than 0 under mpirun: it measured for rank 0, which reports
+  const evaluate::Evaluator& evaluator = *served;
   report_sample_use(evaluator, planner::job_partitions(job, options.schedule));
   if (!flags.stage_options.empty() && options.virtual_stages > 1) {
     throw InputError({"", 0, 0, "--stage-options"},
