@@ -217,6 +217,28 @@ TEST_F(JournalTest, RefusesAJournalOfAnotherPartitionWorkloadOrEvaluatorUntouche
   EXPECT_EQ(read_text_file(path_), before);
 }
 
+// A journal agrees with a wanted workload that names fewer fields (what no longer changes a
+// partition's cost, e.g. an older journal's pipeline depth), never with one naming a field it lacks.
+TEST_F(JournalTest, ResumesWhenEveryWantedFieldAgreesWhateverElseItRecords) {
+  JournalHeader recorded = header();
+  recorded.workload["pp"] = 4;
+  recorded.workload["checkpointing"] = "full";
+  {
+    Journal j = Journal::open(path_, recorded);
+    j.append(sample(0));
+  }
+  EXPECT_EQ(Journal::open(path_, header()).measurements().size(), 1u);
+  EXPECT_EQ(Journal::read(path_).header, recorded) << "resuming leaves the recorded header as it was";
+  JournalHeader more = header();
+  more.workload["hidden_dropout"] = 0.1;
+  try {
+    Journal::open(path_, more);
+    FAIL() << "resumed a journal that does not record a field the workload names";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden_dropout (none) vs 0.1"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(JournalTest, RefusesUnreadableFilesUntouched) {
   std::ofstream(path_) << "time,energy\n1,2\n";
   EXPECT_THROW(Journal::open(path_, header()), InputError);

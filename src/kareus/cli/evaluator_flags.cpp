@@ -76,10 +76,8 @@ std::optional<evaluate::Evaluator> make_evaluator(const std::string& spec, const
                                                   pipeline::ScheduleKind schedule, const evaluate::NoiseOptions& noise) {
   if (spec != "gpu") return make_evaluator(spec, gpu, noise);
   if (noise.sigma != 0) throw InputError({"", 0, 0, "--noise"}, "applies to the simulated GPU (--evaluator sim) only");
-  const nlohmann::json identity = {{"model", model.name}, {"gpu", gpu.name}, {"tp", parallel.tp}, {"cp", parallel.cp},
-                                   {"mbs", parallel.microbatch_size}, {"seq_len", parallel.seq_len}};
   return profile::open_gpu_evaluator(model, parallel, gpu, planner::job_partitions({model, parallel, ""}, schedule),
-                                     identity, {});
+                                     workload::cost_identity(model, parallel, gpu.name), {});
 }
 
 void add_noise_flags(CLI::App& cmd, evaluate::NoiseOptions& noise) {

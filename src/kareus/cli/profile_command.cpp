@@ -84,13 +84,6 @@ std::vector<double> parse_numbers(const std::string& text, const std::string& fl
   return values;
 }
 
-// The search's journal identity, and the slot count a profile's knob space is cut to.
-nlohmann::json workload_identity(const ResolvedWorkload& w, const ProfileFlags& flags) {
-  nlohmann::json identity = journal_identity(w);
-  identity["slots"] = flags.slots ? static_cast<long>(*flags.slots) : -1;
-  return identity;
-}
-
 // P_static on every rank: world rank 0 waits in a receive from rank 1. Rank 0 writes
 // <out>/p_static.json and <out>/gpu.json (the GPU description with the measured static power, for
 // `kareus plan --gpu <out>/gpu.json`).
@@ -216,7 +209,8 @@ int run_profile_command(const ProfileFlags& flags) {
   profiler_options.measurement.warmup_s = flags.warmup_s;
   profiler_options.measurement.cool_down_s = flags.cool_down_s;
   profiler_options.fake_rank_slowdown = flags.fake_rank_slowdown;
-  const nlohmann::json identity = workload_identity(w, flags);
+  // What the partitions' costs depend on: the journals resume under kareus search and plan.
+  const nlohmann::json identity = journal_identity(w);
   profile::Profiler profiler(w.model, w.parallel, w.gpu, partitions, identity, profiler_options);
   const bool fake = *device == profile::DeviceKind::kFake;
   auto header = [&] {

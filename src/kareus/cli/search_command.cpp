@@ -76,7 +76,7 @@ std::vector<workload::Partition> all_partitions(const ResolvedWorkload& w) {
 }
 
 std::filesystem::path journal_path(const SearchFlags& flags, const std::string& key, bool several) {
-  if (flags.journal.empty()) return std::filesystem::path(flags.out) / (key + ".journal.jsonl");
+  if (flags.journal.empty()) return search::journal_path(flags.out, key);
   std::filesystem::path p = flags.journal;
   if (!several) return p;
   // One journal per partition beside the one named: runs/j.jsonl → runs/j.fwd_mlp.jsonl.

@@ -191,18 +191,7 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
   return out;
 }
 
-nlohmann::json journal_identity(const ResolvedWorkload& w) {
-  nlohmann::json id = {{"model", w.model.name},
-                       {"gpu", w.gpu.name},
-                       {"tp", w.parallel.tp},
-                       {"cp", w.parallel.cp},
-                       {"mbs", w.parallel.microbatch_size},
-                       {"seq_len", w.parallel.seq_len},
-                       {"checkpointing", std::string(workload::to_string(w.parallel.checkpointing))}};
-  // Only when set, so that journals written before the setting existed still resume.
-  if (w.parallel.hidden_dropout > 0) id["hidden_dropout"] = w.parallel.hidden_dropout;
-  return id;
-}
+nlohmann::json journal_identity(const ResolvedWorkload& w) { return workload::cost_identity(w.model, w.parallel, w.gpu.name); }
 
 std::string describe(const ResolvedWorkload& w) {
   const auto& p = w.parallel;

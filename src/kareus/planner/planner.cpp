@@ -126,16 +126,6 @@ std::vector<bool> baseline_knob_held(Method method, const workload::Partition& p
   return held;
 }
 
-nlohmann::json identity(const Job& job, const evaluate::Evaluator& evaluator) {
-  const auto& p = job.parallel;
-  nlohmann::json id = {{"model", job.model.name}, {"gpu", evaluator.gpu().name}, {"tp", p.tp}, {"cp", p.cp},
-                       {"pp", p.pp}, {"dp", p.dp}, {"mbs", p.microbatch_size}, {"seq", p.seq_len},
-                       {"microbatches", p.microbatches}, {"checkpointing", workload::to_string(p.checkpointing)},
-                       {"layers_per_stage", p.layers_per_stage}};
-  if (p.hidden_dropout > 0) id["hidden_dropout"] = p.hidden_dropout;
-  return id;
-}
-
 // Maps a plan of `from` onto `to`: each instruction takes the option of `to` with the least
 // effective energy among those no slower than its own. Empty when some option has no match.
 std::optional<std::vector<std::uint16_t>> dominating_assignment(const pipeline::OptionTable& from,
@@ -298,9 +288,9 @@ MethodResult run_with_cache(Method method, const Job& job, const evaluate::Evalu
     }
     search::PreparedSearch prepared = search::prepare_search(partition, evaluator, options.search);
     std::optional<std::filesystem::path> journal;
-    if (options.journal_dir) journal = *options.journal_dir / (partition.key + ".journal.jsonl");
-    search::PartitionSearchResult found =
-        search::run_prepared_search(prepared, evaluator, identity(job, evaluator), journal);
+    if (options.journal_dir) journal = search::journal_path(*options.journal_dir, partition.key);
+    search::PartitionSearchResult found = search::run_prepared_search(
+        prepared, evaluator, workload::cost_identity(job.model, job.parallel, evaluator.gpu().name), journal);
     for (const search::Measurement& m : found.successful) {
       list.push_back({m.knob, m.time_s, m.energy_j});
       cache.emplace(std::pair{partition.key, m.knob}, list.back());

@@ -10,10 +10,6 @@
 
 namespace kareus::profile {
 
-std::filesystem::path journal_path(const std::filesystem::path& out_dir, const std::string& key) {
-  return out_dir / (key + ".journal.jsonl");
-}
-
 std::string measurements_csv(const std::vector<search::PartitionSearchResult>& results) {
   std::string csv = "partition,freq_mhz,sms,slot,time_s,energy_j,effective_energy_j\n";
   for (const auto& r : results) {
@@ -33,7 +29,7 @@ ProfileOutcome run_profile(ProfileSession& session, const ProfileRequest& reques
   std::vector<search::PreparedSearch> prepared;
   for (const workload::Partition* p : request.partitions) {
     prepared.push_back(search::prepare_search(*p, session.gpu(), request.search));
-    search::Journal::check(journal_path(request.out_dir, p->key), {request.identity, p->key, evaluator_name});
+    search::Journal::check(search::journal_path(request.out_dir, p->key), {request.identity, p->key, evaluator_name});
   }
 
   std::filesystem::create_directories(request.out_dir);
@@ -56,7 +52,7 @@ ProfileOutcome run_profile(ProfileSession& session, const ProfileRequest& reques
   for (const auto& p : prepared) {
     const std::string key = p.partition->key;
     outcome.results.push_back(search::run_prepared_search(
-        p, evaluator, request.identity, journal_path(request.out_dir, key),
+        p, evaluator, request.identity, search::journal_path(request.out_dir, key),
         [&](const search::SearchProgress& s) {
           if (progress) progress(key, s);
         }));

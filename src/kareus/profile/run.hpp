@@ -34,9 +34,6 @@ struct ProfileOutcome {
   std::size_t measured_now = 0;                        // knobs this run measured
 };
 
-// The path of a partition's journal.
-std::filesystem::path journal_path(const std::filesystem::path& out_dir, const std::string& key);
-
 // Checks every request (grids, budgets, existing journals) before measuring anything: an
 // InputError leaves every file as it was.
 ProfileOutcome run_profile(ProfileSession& session, const ProfileRequest& request,

@@ -15,9 +15,15 @@ namespace {
 
 using pipeline::InstructionType;
 
-nlohmann::json journal_header(const StageSweepRequest& request, const std::string& evaluator) {
+// A whole stage's cost depends on the pipeline too: its layers, and the recompute a checkpointed
+// backward runs.
+nlohmann::json journal_header(const StageSweepRequest& request, const workload::ParallelConfig& parallel,
+                              const std::string& evaluator) {
+  nlohmann::json workload = request.identity;
+  workload["layers_per_stage"] = parallel.layers_per_stage;
+  workload["checkpointing"] = workload::to_string(parallel.checkpointing);
   return {{"kind", "stage_sweep"},
-          {"workload", request.identity},
+          {"workload", std::move(workload)},
           {"evaluator", evaluator},
           {"sequential_sms", request.sequential_sms}};
 }
@@ -106,7 +112,7 @@ StageSweepOutcome run_stage_sweep(ProfileSession& session, const workload::Model
                                   const StageSweepRequest& request) {
   KAREUS_CHECK(session.leader(), "rank 0 runs the sweep");
   if (request.clocks_mhz.empty()) throw InputError({"", 0, 0, "--clocks"}, "no clock to sweep");
-  const nlohmann::json header = journal_header(request, "gpu:" + session.device_name());
+  const nlohmann::json header = journal_header(request, parallel, "gpu:" + session.device_name());
   const std::filesystem::path journal_path = stage_journal_path(request.out_dir);
   std::map<Key, StageMeasurement> done = read_journal(journal_path, header);
   // Every stage's steps before any measurement: a partition missing is an error up front.

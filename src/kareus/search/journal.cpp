@@ -66,23 +66,26 @@ double number_or_nan(const nlohmann::json& doc, const char* key) {
 }
 
 // The differing top-level fields of two workload descriptions, for the refusal message.
+// A recorded workload agrees with the wanted one when it has each of its fields, equal; fields the
+// wanted identity lacks do not change a partition's cost (an older journal's pipeline depth or
+// microbatch count) and are ignored.
+bool workload_agrees(const nlohmann::json& found, const nlohmann::json& wanted) {
+  if (!found.is_object() || !wanted.is_object()) return found == wanted;
+  for (auto it = wanted.begin(); it != wanted.end(); ++it) {
+    auto other = found.find(it.key());
+    if (other == found.end() || *other != it.value()) return false;
+  }
+  return true;
+}
+
 std::string workload_difference(const nlohmann::json& found, const nlohmann::json& wanted) {
   if (!found.is_object() || !wanted.is_object()) return fmt::format("{} vs {}", found.dump(), wanted.dump());
   std::string out;
-  auto add = [&](const std::string& key, const nlohmann::json* a, const nlohmann::json* b) {
-    if (!out.empty()) out += ", ";
-    out += fmt::format("{} {} vs {}", key, a ? a->dump() : "(none)", b ? b->dump() : "(none)");
-  };
-  for (auto it = found.begin(); it != found.end(); ++it) {
-    auto other = wanted.find(it.key());
-    if (other == wanted.end()) {
-      add(it.key(), &it.value(), nullptr);
-    } else if (*other != it.value()) {
-      add(it.key(), &it.value(), &*other);
-    }
-  }
   for (auto it = wanted.begin(); it != wanted.end(); ++it) {
-    if (!found.contains(it.key())) add(it.key(), nullptr, &it.value());
+    auto other = found.find(it.key());
+    if (other != found.end() && *other == it.value()) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {} vs {}", it.key(), other == found.end() ? "(none)" : other->dump(), it.value().dump());
   }
   return out;
 }
@@ -294,6 +297,10 @@ JournalContents Journal::read(const std::filesystem::path& path) {
   return out;
 }
 
+std::filesystem::path journal_path(const std::filesystem::path& dir, const std::string& partition_key) {
+  return dir / (partition_key + ".journal.jsonl");
+}
+
 namespace {
 
 struct Checked {
@@ -329,7 +336,7 @@ Checked check_journal(const std::filesystem::path& path, const JournalHeader& he
                        fmt::format("journal belongs to partition '{}', not '{}'; use another --journal",
                                    contents.header.partition, wanted.partition));
     }
-    if (contents.header.workload != wanted.workload) {
+    if (!workload_agrees(contents.header.workload, wanted.workload)) {
       throw InputError({path.string(), 1, 0, "workload"},
                        fmt::format("journal belongs to another workload ({}); use another --journal",
                                    workload_difference(contents.header.workload, wanted.workload)));

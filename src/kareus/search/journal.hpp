@@ -38,8 +38,10 @@
 
 namespace kareus::search {
 
-// The journal's identity: a journal is only resumed by a search of the same workload (any JSON
-// describing it: model, parallelism, GPU, ...), partition and evaluator.
+// The journal's identity: a journal is only resumed by a search of the same partition and evaluator
+// whose workload (any JSON describing what the partition's cost depends on; workload::cost_identity)
+// it agrees with: every field of the wanted workload recorded, equal (fields only the journal
+// records are ignored).
 struct JournalHeader {
   nlohmann::json workload;
   std::string partition;
@@ -59,6 +61,10 @@ struct JournalContents {
 // Encodes / decodes one measurement line (without the newline). decode throws InputError.
 std::string encode_measurement(const Measurement& m);
 Measurement decode_measurement(const std::string& line, const std::string& where);
+
+// Where every command keeps a partition's journal in a directory: DIR/<key>.journal.jsonl, so
+// that `kareus search --out`, `kareus plan --journal-dir` and `kareus profile --out` share them.
+std::filesystem::path journal_path(const std::filesystem::path& dir, const std::string& partition_key);
 
 class Journal {
  public:

@@ -227,4 +227,13 @@ const Partition& find_partition(const std::vector<Partition>& partitions, std::s
       fmt::format("unknown partition '{}'; this workload has: {}", key, fmt::join(keys, ", ")));
 }
 
+nlohmann::json cost_identity(const ModelSpec& model, const ParallelConfig& parallel, const std::string& gpu_name) {
+  nlohmann::json id = {{"model", model.name},        {"gpu", gpu_name},
+                       {"tp", parallel.tp},          {"cp", parallel.cp},
+                       {"mbs", parallel.microbatch_size}, {"seq_len", parallel.seq_len}};
+  // Only when set, so that journals written before the setting existed still resume.
+  if (parallel.hidden_dropout > 0) id["hidden_dropout"] = parallel.hidden_dropout;
+  return id;
+}
+
 }  // namespace kareus::workload

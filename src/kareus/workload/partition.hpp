@@ -19,6 +19,7 @@
 #pragma once
 
 #include <compare>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,6 +78,12 @@ struct Knob {
 // A layer partition evaluated this way costs half of what this returns. Work outside the layers
 // (per_layer false) is already a whole microbatch and comes back unchanged.
 Partition unsplit(const Partition& partition);
+
+// What a partition's measured cost depends on, as a journal records it: the model, the GPU, TP, CP,
+// the microbatch size, the sequence length and, when set, hidden dropout; not the pipeline (depth,
+// layers per stage, microbatch count, schedule) nor checkpointing, which compose partitions but do
+// not change them. Journals resume across those (search/journal.hpp).
+nlohmann::json cost_identity(const ModelSpec& model, const ParallelConfig& parallel, const std::string& gpu_name);
 
 // The layer partitions of `model` under `parallel` (validated), forward keys then backward keys, in
 // execution order. Without any collective (TP = CP = 1) the layer is one segment per direction,
