@@ -210,14 +210,19 @@ int run_plan(PlanFlags& flags) {
       {"host_bound_partitions", host_bound_json(host_bound)},
       {"run_time_s", run_time_s}};
   if (baselines) summary["baselines"] = baselines_json(*baselines);
-  std::vector<report::PlotSeries> series{{"Kareus", points, false}};
+  // Every method's frontier, the chosen plan ringed, and Kareus's iso figures against Perseus drawn.
+  report::FrontierPlot frontier_plot{
+      fmt::format("{} ({})", job.name, scope), {{"Kareus", points, false, {}, false}}, points[chosen], {}};
   if (baselines) {
-    for (const auto& b : baselines->baselines) series.push_back({std::string(planner::to_string(b.method)), b.points, b.points.size() == 1});
+    for (const auto& b : baselines->baselines) {
+      frontier_plot.methods.push_back({std::string(planner::to_string(b.method)), b.points, false, {}, false});
+    }
+    if (planner::find_baseline(*baselines, planner::Method::kPerseus)) {
+      frontier_plot.iso = report::IsoSavings{"Kareus", "Perseus", baselines->iso_time_energy_reduction_pct,
+                                             baselines->iso_energy_time_reduction_pct};
+    }
   }
-  series.push_back({"chosen plan", {points[chosen]}, true});
-  std::string frontier_svg = report::render_svg(
-      series,
-      {fmt::format("{} ({})", job.name, scope), "iteration time (s)", "iteration energy (J)"});
+  std::string frontier_svg = report::frontier_plot_svg(frontier_plot);
   // Plans spread over the frontier, and the chosen one, as a plan set for a runtime that switches
   // plans (stragglers). The whole frontier can hold thousands of plans a few microseconds apart.
   std::vector<std::size_t> in_set = plan::evenly_spaced_plans(kareus.frontier.size(), plan_count);
