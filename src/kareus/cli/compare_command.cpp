@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <span>
 
@@ -20,6 +21,7 @@
 #include "kareus/core/io.hpp"
 #include "kareus/planner/cluster.hpp"
 #include "kareus/planner/planner.hpp"
+#include "kareus/report/html_report.hpp"
 #include "kareus/report/plot.hpp"
 
 namespace kareus::cli {
@@ -40,6 +42,23 @@ struct CompareFlags {
 
 std::string optional_pct(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
 nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+// A config's name as a file name in --out: letters, digits, '.', '_' and '-' kept, every other run
+// of characters one '-' (a job's own name holds spaces, ':' and the '/' of "15/13 layers", which
+// would make a folder); the evaluation configs' names are kept as they are.
+std::string file_stem(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool kept = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (kept) {
+      out += c;
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? std::string("config") : out;
+}
 
 // Share of the partition knobs of a plan's instructions that run their collective sequentially.
 double sequential_share(const plan::Plan& p) {
@@ -87,6 +106,7 @@ int run_compare(CompareFlags& flags) {
                            {"gpu", gpu.name}, {"engine", options.engine.name},
                            {"configs", nlohmann::json::array()}};
   std::vector<std::pair<std::string, std::string>> plots;
+  std::vector<report::CompareSection> sections;  // the HTML report's, one per config
   std::vector<std::string> notes;  // per config: methods left out, and the reference of the iso figures
   for (const planner::Job& job : jobs) {
     spdlog::info("{}: running the four methods", job.name);
@@ -139,6 +159,14 @@ int run_compare(CompareFlags& flags) {
                              {"left_out", std::move(left_out)},
                              {"methods", nlohmann::json::array()}};
     std::vector<report::PlotSeries> series;
+    report::CompareSection section;
+    section.config = job.name;
+    section.energy_scope = plan::energy_scope_for(job.parallel.pp);
+    section.reference = reference_name;
+    for (const std::string& note : notes) {
+      if (note.starts_with(job.name + ": ")) section.notes.push_back(note.substr(job.name.size() + 2));
+    }
+    std::optional<report::IsoSavings> iso;
     for (const planner::MethodResult& r : results) {
       const std::vector<TimeEnergy> points = r.points();
       const std::vector<TimeEnergy> points10 = sample_evenly(points, 10);
@@ -187,24 +215,42 @@ int run_compare(CompareFlags& flags) {
       }
       config["methods"].push_back(std::move(entry));
       series.push_back({std::string(planner::to_string(r.method)), points, points.size() == 1});
+      section.methods.push_back({std::string(planner::to_string(r.method)), points.front(), iso_time, iso_energy,
+                                 r.measurements});
+      if (r.method == planner::Method::kKareus && reference) {
+        iso = report::IsoSavings{"Kareus", reference_name, iso_time, iso_energy};
+      }
     }
     report["configs"].push_back(std::move(config));
-    if (series.empty()) continue;  // every method left out: nothing to plot
-    std::string svg = report::render_svg(
-        series, {fmt::format("{} ({})", job.name, plan::energy_scope_for(job.parallel.pp)), "iteration time (s)",
-                 "iteration energy (J)"});
-    if (!svg.empty()) plots.emplace_back(job.name + ".svg", std::move(svg));
+    if (!series.empty()) {  // every method left out: nothing to plot
+      section.frontier_svg = report::frontier_plot_svg({fmt::format("{} ({})", job.name, section.energy_scope),
+                                                        std::move(series), std::nullopt, iso});
+      if (!section.frontier_svg.empty()) plots.emplace_back(file_stem(job.name) + ".svg", section.frontier_svg);
+    }
+    sections.push_back(std::move(section));
   }
+  const std::string html = report::compare_report_html(
+      {"Kareus against its baselines",
+       {{"configs", std::to_string(jobs.size())},
+        {"evaluator", evaluator.name()},
+        {"GPU", gpu.display_name},
+        {"engine", options.engine.display_name},
+        {"Kareus's partition search", flags.search.mode},
+        {"how far to trust it", report::trust_note(evaluator.provenance())}},
+       provenance_note(evaluator)},
+      sections);
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "compare.csv", csv);
   write_file_atomic(dir / "compare.json", report.dump(1) + "\n");
   if (!flags.stragglers.empty()) write_file_atomic(dir / "stragglers.csv", straggler_csv);
   for (const auto& [name, svg] : plots) write_file_atomic(dir / name, svg);
+  write_file_atomic(dir / "report.html", html);
   fmt::print("{}", csv);
   if (!flags.stragglers.empty()) fmt::print("{}", straggler_csv);
   for (const std::string& note : notes) fmt::print("{}\n", note);
   fmt::print("({}; engine {}; iso figures against Perseus's frontier{}; max_throughput_energy_j covers one GPU per stage, "
-             "cluster_energy_j every GPU of the job, TP x CP x PP x DP; wrote {}/compare.csv, compare.json{}{})\n",
+             "cluster_energy_j every GPU of the job, TP x CP x PP x DP; wrote {}/compare.csv, compare.json, "
+             "report.html{}{})\n",
              provenance_note(evaluator), options.engine.name, notes.empty() ? "" : " unless said above", dir.string(),
              flags.stragglers.empty() ? "" : ", stragglers.csv",
              plots.empty() ? "" : " and one SVG per config");

@@ -131,25 +131,84 @@ std::string overlap_decisions_html(const plan::Plan& chosen, const std::vector<p
       frontier.size(), rows);
 }
 
-std::string html_report(const ReportText& text, const std::string& frontier_svg, const std::string& timeline_svg,
-                        const std::vector<std::pair<std::string, std::string>>& sections) {
+namespace {
+
+// The one page both reports share: title, note, facts, then `body`.
+std::string html_page(const ReportText& text, const std::string& body) {
   std::string facts;
   for (const auto& [key, value] : text.facts) {
     facts += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", escape(key), escape(value));
   }
-  std::string more;
-  for (const auto& [title, html] : sections) more += fmt::format("<h2>{}</h2>\n{}\n", escape(title), html);
   return fmt::format(
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
       "<title>{0}</title>\n"
       "<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}th{{text-align:left;padding-right:1em}}"
-      "td{{padding-right:1em;vertical-align:top}}.note{{color:#a33}}svg{{height:auto}}"
-      ".knobs td,.knobs th{{border-bottom:1px solid #ddd;padding:2px 8px}}</style></head>\n<body>\n<h1>{0}</h1>\n"
-      "<p class=\"note\">{1}</p>\n<table>\n{2}</table>\n"
-      "<h2>Iteration time–energy frontier</h2>\n{3}\n<h2>Chosen plan: SM clock per instruction</h2>\n{4}\n{5}"
+      "td{{padding-right:1em;vertical-align:top}}.note{{color:#a33}}svg{{height:auto;max-width:100%}}"
+      ".knobs td,.knobs th{{border-bottom:1px solid #ddd;padding:2px 8px}}.num{{text-align:right}}"
+      // A narrow window: a compare table's six columns still fit 480 px.
+      "@media (max-width:600px){{body{{margin:0.5em}}.knobs{{font-size:0.85em}}"
+      ".knobs td,.knobs th{{padding:2px 3px}}}}</style></head>\n<body>\n<h1>{0}</h1>\n"
+      "<p class=\"note\">{1}</p>\n<table>\n{2}</table>\n{3}"
       "</body></html>\n",
-      escape(text.title), escape(text.note), facts,
-      frontier_svg.empty() ? "<p>(gnuplot is not installed: no plot)</p>" : frontier_svg, timeline_svg, more);
+      escape(text.title), escape(text.note), facts, body);
+}
+
+// A method's name, escaped, free to break after a '+' (Nanobatching+Perseus) in a narrow window.
+std::string breakable(const std::string& method) {
+  std::string out;
+  for (char c : escape(method)) out += c == '+' ? std::string("+<wbr>") : std::string(1, c);
+  return out;
+}
+
+constexpr const char* kNoGnuplot = "<p>(gnuplot is not installed: no plot)</p>";
+
+std::string optional_pct(const std::optional<double>& pct) { return pct ? fmt::format("{:.1f}%", *pct) : "-"; }
+
+}  // namespace
+
+std::string html_report(const ReportText& text, const std::string& frontier_svg, const std::string& timeline_svg,
+                        const std::vector<std::pair<std::string, std::string>>& sections) {
+  std::string more;
+  for (const auto& [title, html] : sections) more += fmt::format("<h2>{}</h2>\n{}\n", escape(title), html);
+  return html_page(text, fmt::format("<h2>Iteration time–energy frontier</h2>\n{}\n"
+                                     "<h2>Chosen plan: SM clock per instruction</h2>\n{}\n{}",
+                                     frontier_svg.empty() ? kNoGnuplot : frontier_svg, timeline_svg, more));
+}
+
+std::string trust_note(evaluate::Provenance provenance) {
+  return provenance == evaluate::Provenance::kModel
+             ? "a model: on the Kareus cluster's measured plans it gives nanobatching about twice the measured gain "
+               "(docs/model.md, \"The simulated GPU against measured hardware\")"
+             : "measured samples, as measured";
+}
+
+std::string compare_report_html(const ReportText& text, const std::vector<CompareSection>& configs) {
+  std::string body;
+  for (const CompareSection& c : configs) {
+    std::string rows;
+    for (const MethodSummary& m : c.methods) {
+      rows += fmt::format(
+          "<tr><td>{}</td><td class=\"num\">{:.4f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+          breakable(m.method), m.fastest.time_s, m.fastest.energy_j, optional_pct(m.iso_time_energy_reduction_pct),
+          optional_pct(m.iso_energy_time_reduction_pct), m.measurements);
+    }
+    const std::string reference = c.reference.empty() ? std::string("the reference") : escape(c.reference);
+    std::string notes;
+    for (const std::string& note : c.notes) notes += fmt::format("<li>{}</li>\n", escape(note));
+    body += fmt::format(
+        "<h2>{}</h2>\n<p>Each method's fastest plan; energy covers {}. Iso figures against {}'s frontier{}.</p>\n"
+        "<table class=\"knobs\"><tr><th>method</th><th>time (s)</th><th>energy (J)</th>"
+        "<th>less energy at {}'s fastest time</th><th>less time at {}'s lowest energy</th>"
+        "<th>measure&shy;ments</th></tr>\n"
+        "{}</table>\n{}{}\n",
+        escape(c.config), escape(c.energy_scope), reference,
+        c.reference.empty() ? " (none: no baseline could run)" : "",
+        reference, reference, rows, notes.empty() ? "" : "<ul class=\"note\">\n" + notes + "</ul>\n",
+        c.frontier_svg.empty() ? (c.methods.empty() ? "<p>(every method left out: no plot)</p>" : kNoGnuplot)
+                               : c.frontier_svg);
+  }
+  return html_page(text, body);
 }
 
 }  // namespace kareus::report

@@ -1,17 +1,23 @@
-// A self-contained HTML report (inline SVG, no server, no scripts): the frontier plot, the chosen
-// plan's per-stage clock timeline with its colour legend, and further sections (the overlap
-// decisions); it scales to a narrow window.
+// Self-contained HTML reports (inline SVG, no server, no scripts), one page style for both:
+// `kareus plan`'s (the frontier plot, the chosen plan's per-stage clock timeline with its colour
+// legend, and further sections: the overlap decisions) and `kareus compare`'s (one section per
+// config: the methods' figures and their frontier plot). Both scale to a narrow window.
 //
+// Thread-safety: pure functions.
 // Example:
 //   std::string html = html_report({.title = "Kareus plan", .facts = {{"time_s", "2.91"}}},
-//                                  render_svg(series, labels), clock_timeline_svg(plan));
+//                                  frontier_plot_svg(plot), clock_timeline_svg(plan));
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kareus/core/pareto.hpp"
+#include "kareus/evaluate/evaluator.hpp"
 #include "kareus/plan/plan.hpp"
+#include "kareus/report/plot.hpp"
 
 namespace kareus::report {
 
@@ -32,5 +38,29 @@ std::string overlap_decisions_html(const plan::Plan& chosen, const std::vector<p
 // `sections`: further (title, HTML) sections after the timeline, in order.
 std::string html_report(const ReportText& text, const std::string& frontier_svg, const std::string& timeline_svg,
                         const std::vector<std::pair<std::string, std::string>>& sections = {});
+
+// How far to trust the figures, in one sentence, with the docs page that measures the model.
+std::string trust_note(evaluate::Provenance provenance);
+
+// One method's line of a `kareus compare` config.
+struct MethodSummary {
+  std::string method;  // "Megatron-LM", "Perseus", "Nanobatching+Perseus", "Kareus"
+  TimeEnergy fastest;  // its max-throughput plan
+  std::optional<double> iso_time_energy_reduction_pct;  // against the config's reference; empty for it
+  std::optional<double> iso_energy_time_reduction_pct;
+  std::size_t measurements = 0;
+};
+
+struct CompareSection {
+  std::string config;        // the job's name
+  std::string energy_scope;  // what its energies cover
+  std::string reference;     // the iso figures' reference method; empty when no baseline ran
+  std::vector<MethodSummary> methods;
+  std::vector<std::string> notes;  // methods left out, and why; the reference when not Perseus
+  std::string frontier_svg;        // frontier_plot_svg() of its methods; empty without gnuplot
+};
+
+// `kareus compare`'s page: `text` on top, then one section per config, in order.
+std::string compare_report_html(const ReportText& text, const std::vector<CompareSection>& configs);
 
 }  // namespace kareus::report
