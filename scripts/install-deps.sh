@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   pybind11-dev python3-dev python3-pytest python3-venv python3-pip
   gnuplot-nox
+  chromium  # headless, for the report's test (tests/report) and scripts/report-screenshot.sh
 )
 
 missing=()
