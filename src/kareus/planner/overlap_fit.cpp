@@ -19,7 +19,8 @@ namespace {
 
 constexpr double kMaxSlowdown = 4;  // above any public measurement (about 2x): the box's top
 
-// The layer partitions of the workload a journal header names.
+// The layer partitions of the workload a journal header names (workload::cost_identity: the pipeline
+// and checkpointing do not change them).
 std::vector<workload::Partition> header_partitions(const nlohmann::json& id, const std::string& where) {
   auto field = [&](const char* key) -> const nlohmann::json& {
     if (!id.contains(key)) throw InputError({where, 1, 0, key}, "the journal's workload does not name it");
@@ -33,9 +34,6 @@ std::vector<workload::Partition> header_partitions(const nlohmann::json& id, con
     p.pp = 1;  // the layer partitions do not depend on the pipeline
     p.microbatch_size = field("mbs").get<int>();
     p.seq_len = field("seq_len").get<int>();
-    const auto checkpointing = workload::parse_checkpointing(field("checkpointing").get<std::string>());
-    if (!checkpointing) throw InputError({where, 1, 0, "checkpointing"}, "expected full or none");
-    p.checkpointing = *checkpointing;
     p.hidden_dropout = id.value("hidden_dropout", 0.0);
     return workload::build_partitions(model, workload::validated(model, p));
   } catch (const nlohmann::json::exception& e) {
