@@ -151,12 +151,9 @@ int run_frontier(const FrontierFlags& flags) {
     pipeline::InstructionDag dag(schedule);
     plan::PlanContext context{kind, flags.microbatches, flags.p_blocking_w, frontier.stats.unit.unit_time_s,
                               {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
-    nlohmann::json plans = nlohmann::json::array();
-    for (std::size_t i : plan::evenly_spaced_plans(frontier.points.size(), plan_count)) {
-      nlohmann::json doc = plan::to_json(plan::make_plan(table, dag, frontier.points[i], context));
-      doc["frontier_index"] = i;
-      plans.push_back(std::move(doc));
-    }
+    const std::vector<std::size_t> in_set = plan::evenly_spaced_plans(frontier.points.size(), plan_count);
+    std::vector<plan::Plan> plans;
+    for (std::size_t i : in_set) plans.push_back(plan::make_plan(table, dag, frontier.points[i], context));
     std::vector<TimeEnergy> points;
     for (const auto& p : frontier.points) points.push_back(p.time_energy());
     std::string svg = report::render_svg(
@@ -166,8 +163,7 @@ int run_frontier(const FrontierFlags& flags) {
          "iteration time (s)", "iteration energy (J)"});
     // Everything is computed before anything is written; each file lands atomically.
     write_file_atomic(dir / "frontier.csv", frontier_csv(frontier));
-    write_file_atomic(dir / "plans.json",
-                      nlohmann::json{{"format", "kareus-plan-set"}, {"version", 1}, {"plans", plans}}.dump(1) + "\n");
+    plan::write_plan_set(plans, in_set, dir / "plans.json");
     if (!svg.empty()) {
       write_file_atomic(dir / "frontier.svg", svg);
     } else {

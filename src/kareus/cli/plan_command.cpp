@@ -230,13 +230,7 @@ int run_plan(PlanFlags& flags) {
     in_set.insert(std::upper_bound(in_set.begin(), in_set.end(), chosen), chosen);
   }
   std::vector<plan::Plan> set_plans;
-  nlohmann::json plan_set = nlohmann::json::array();
-  for (std::size_t i : in_set) {
-    set_plans.push_back(planner::make_plan(kareus, job, kareus.frontier[i]));
-    nlohmann::json doc = plan::to_json(set_plans.back());
-    doc["frontier_index"] = i;
-    plan_set.push_back(std::move(doc));
-  }
+  for (std::size_t i : in_set) set_plans.push_back(planner::make_plan(kareus, job, kareus.frontier[i]));
   std::string html = report::html_report(
       {fmt::format("Kareus plan: {}", job.name),
        {{"workload", job.name},
@@ -249,11 +243,7 @@ int run_plan(PlanFlags& flags) {
         {"iteration energy", fmt::format("{:.1f} J ({})", chosen_plan.energy_j, scope)},
         {"frontier points", std::to_string(points.size())},
         {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)},
-        {"how far to trust it",
-         evaluator.provenance() == evaluate::Provenance::kModel
-             ? "a model: on the Kareus cluster's measured plans it gives nanobatching about twice the measured gain "
-               "(docs/model.md, \"The simulated GPU against measured hardware\")"
-             : "measured samples, as measured"}},
+        {"how far to trust it", report::trust_note(evaluator.provenance())}},
        note},
       frontier_svg, report::clock_timeline_svg(chosen_plan),
       {{"Overlap decisions", report::overlap_decisions_html(chosen_plan, set_plans)},
@@ -261,10 +251,7 @@ int run_plan(PlanFlags& flags) {
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "frontier.csv", csv);
   plan::write_plan(chosen_plan, dir / "plan.json");
-  write_file_atomic(
-      dir / "plans.json",
-      nlohmann::json{{"format", "kareus-plan-set"}, {"version", 1}, {"plans", plan_set}}.dump(1) +
-          "\n");
+  plan::write_plan_set(set_plans, in_set, dir / "plans.json");
   write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
   write_file_atomic(dir / "report.html", html);
   // The report's pictures alone, for papers and slides.

@@ -249,9 +249,21 @@ void write_plan(const Plan& plan, const std::filesystem::path& path) {
   write_file_atomic(path, to_json(plan).dump(1) + "\n");
 }
 
+void write_plan_set(const std::vector<Plan>& plans, const std::vector<std::size_t>& frontier_indices,
+                    const std::filesystem::path& path) {
+  KAREUS_CHECK(plans.size() == frontier_indices.size(), "a frontier index per plan");
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    nlohmann::json doc = to_json(plans[i]);
+    doc["frontier_index"] = frontier_indices[i];
+    list.push_back(std::move(doc));
+  }
+  write_file_atomic(path, nlohmann::json{{"format", kPlanSetFormat}, {"version", kPlanFormatVersion}, {"plans", list}}.dump(1) + "\n");
+}
+
 Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index) {
   const nlohmann::json json = read_json_file(path);
-  if (json.is_object() && json.value("format", "") == "kareus-plan-set") {
+  if (json.is_object() && json.value("format", "") == kPlanSetFormat) {
     const auto plans = json.value("plans", nlohmann::json::array());
     if (!index) {
       throw InputError({path.string(), 0, 0, ""},
@@ -270,7 +282,7 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
 
 std::vector<Plan> read_plan_set(const std::filesystem::path& path) {
   const nlohmann::json json = read_json_file(path);
-  if (!json.is_object() || json.value("format", "") != "kareus-plan-set") {
+  if (!json.is_object() || json.value("format", "") != kPlanSetFormat) {
     return {plan_from_json(json, path.string())};
   }
   const auto plans = json.value("plans", nlohmann::json::array());

@@ -23,6 +23,7 @@ namespace kareus::plan {
 
 inline constexpr const char* kPlanFormat = "kareus-plan";
 inline constexpr int kPlanFormatVersion = 1;
+inline constexpr const char* kPlanSetFormat = "kareus-plan-set";
 
 struct PlannedInstruction {
   pipeline::InstructionType type = pipeline::InstructionType::kForward;
@@ -101,6 +102,11 @@ nlohmann::json to_json(const Plan& plan);
 Plan plan_from_json(const nlohmann::json& json, const std::string& source);
 
 void write_plan(const Plan& plan, const std::filesystem::path& path);
+// A kareus-plan-set file (`{"format": "kareus-plan-set", "version": 1, "plans": [...]}`), each plan
+// with its `frontier_index`, its row in the frontier it was taken from (frontier.csv); the two lists
+// are parallel.
+void write_plan_set(const std::vector<Plan>& plans, const std::vector<std::size_t>& frontier_indices,
+                    const std::filesystem::path& path);
 // Reads a kareus-plan file, or plan `index` of a kareus-plan-set file (as `kareus frontier --out`
 // writes); a set without an index, or an index out of range, is an InputError.
 Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index = std::nullopt);

@@ -163,7 +163,7 @@ std::vector<ReferencePlan> read_artifact_plans(const std::filesystem::path& plan
 std::vector<ReferencePlan> read_kareus_plans(const std::filesystem::path& path) {
   const nlohmann::json doc = nlohmann::json::parse(read_text_file(path), nullptr, false);
   if (doc.is_discarded()) throw InputError({path.string(), 0, 0, ""}, "not valid JSON");
-  const bool set = doc.is_object() && doc.value("format", "") == "kareus-plan-set";
+  const bool set = doc.is_object() && doc.value("format", "") == plan::kPlanSetFormat;
   const std::size_t count = set ? doc.value("plans", nlohmann::json::array()).size() : 1;
   std::vector<ReferencePlan> out;
   for (std::size_t i = 0; i < count; ++i) {
