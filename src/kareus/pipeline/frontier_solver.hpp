@@ -39,6 +39,7 @@
 
 #include "kareus/core/pareto.hpp"
 #include "kareus/pipeline/dag.hpp"
+#include "kareus/pipeline/frontier_point.hpp"
 #include "kareus/pipeline/min_cut.hpp"
 #include "kareus/pipeline/operation_cost.hpp"
 #include "kareus/pipeline/option_table.hpp"
@@ -74,17 +75,6 @@ struct SolverOptions {
   // out. Sixteen: on the composed table of llama3.2-3b-tp8-mbs8-seq4096, 8 left it 0.091% above
   // HiGHS's plans, 12, 16 and 24 0.047% (bench/results/frontier_mip.md).
   std::size_t wide_move_reach = 16;
-};
-
-// One plan, evaluated on the true options it assigns.
-struct FrontierPoint {
-  double planned_time_s = 0;  // the solver's makespan
-  double time_s = 0;          // true iteration time
-  double energy_j = 0;        // true iteration energy, one GPU per stage
-  double model_energy_j = 0;  // the cost model's energy of the planned durations
-  std::vector<std::uint16_t> assignment;  // per DAG node: index into its table options
-
-  TimeEnergy time_energy() const { return {time_s, energy_j}; }
 };
 
 struct SolverStats {

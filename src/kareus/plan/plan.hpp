@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kareus/pipeline/dag.hpp"
-#include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/frontier_point.hpp"
 #include "kareus/pipeline/option_table.hpp"
 #include "kareus/pipeline/schedule.hpp"
 
