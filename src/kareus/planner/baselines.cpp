@@ -18,14 +18,10 @@ BaselineComparison compare_with_baselines(const Job& job, const evaluate::Evalua
   BaselineComparison out;
   PlannerOptions quiet = options;
   quiet.journal_dir.reset();  // the baselines' fixed knobs are not Kareus's search
-  for (Method m : kAllMethods) {
-    if (m == Method::kKareus) continue;
-    if (auto reason = unsupported_reason(m, job, evaluator, quiet)) {
-      out.left_out.push_back(std::string(to_string(m)) + ": " + *reason);
-      continue;
-    }
-    out.baselines.push_back({m, run_method(m, job, evaluator, quiet).points()});
-  }
+  constexpr Method kBaselines[] = {Method::kMegatron, Method::kPerseus, Method::kNanobatching};
+  MethodRuns runs = run_methods(kBaselines, job, evaluator, quiet);
+  for (const LeftOut& l : runs.left_out) out.left_out.push_back(std::string(to_string(l.method)) + ": " + l.reason);
+  for (const MethodResult& r : runs.results) out.baselines.push_back({r.method, r.points()});
   if (const BaselineFrontier* megatron = find_baseline(out, Method::kMegatron)) {
     const TimeEnergy& m = megatron->points.front();
     out.vs_megatron = Saving{100 * (1 - chosen.energy_j / m.energy_j), 100 * (1 - chosen.time_s / m.time_s)};

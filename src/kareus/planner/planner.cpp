@@ -395,6 +395,19 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
   return run_with_cache(method, job, evaluator, options, cache);
 }
 
+MethodRuns run_methods(std::span<const Method> methods, const Job& job, const evaluate::Evaluator& evaluator,
+                       const PlannerOptions& options) {
+  MethodRuns out;
+  for (Method m : methods) {
+    if (auto reason = unsupported_reason(m, job, evaluator, options)) {
+      out.left_out.push_back({m, std::move(*reason)});
+    } else {
+      out.results.push_back(run_method(m, job, evaluator, options));
+    }
+  }
+  return out;
+}
+
 pipeline::OptionTable baseline_option_table(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                             const PlannerOptions& options) {
   KAREUS_CHECK(method != Method::kKareus, "Kareus's options come from its search, not a fixed knob");

@@ -20,6 +20,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,6 +100,21 @@ void check_schedule(const Job& job, const PlannerOptions& options);
 // check_schedule throws.
 MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                         const PlannerOptions& options);
+
+// A method the evaluator cannot cost, and why (unsupported_reason).
+struct LeftOut {
+  Method method = Method::kKareus;
+  std::string reason;
+};
+
+struct MethodRuns {
+  std::vector<MethodResult> results;  // in the order asked, those that ran
+  std::vector<LeftOut> left_out;
+};
+
+// run_method for each of `methods` the evaluator can cost; the others are left out with why.
+MethodRuns run_methods(std::span<const Method> methods, const Job& job, const evaluate::Evaluator& evaluator,
+                       const PlannerOptions& options);
 
 // The option table of a baseline (Megatron-LM, Perseus or Nanobatching+Perseus): every partition
 // at the method's knob at each clock of options.search.grid, or of a table's own clocks

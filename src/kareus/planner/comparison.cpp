@@ -1,0 +1,93 @@
+#include "kareus/planner/comparison.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kareus/core/error.hpp"
+
+namespace kareus::planner {
+namespace {
+
+// Share of the partition knobs of a plan's instructions that run their collective sequentially.
+double sequential_share(const plan::Plan& p) {
+  int total = 0, sequential = 0;
+  for (const auto& stage : p.stages) {
+    for (const auto& ins : stage) {
+      if (!ins.knob.is_object() || !ins.knob.contains("partitions")) continue;
+      for (const auto& part : ins.knob["partitions"]) {
+        ++total;
+        sequential += part.value("slot", "") == "none";
+      }
+    }
+  }
+  return total ? static_cast<double>(sequential) / total : 0.0;
+}
+
+MethodComparison compare_one(const MethodResult& r, const Job& job, const evaluate::Evaluator& evaluator,
+                             const PlannerOptions& options, const JobComparison& comparison,
+                             std::span<const TimeEnergy> reference, std::span<const double> slowdowns) {
+  MethodComparison m;
+  m.method = r.method;
+  m.points = r.points();
+  m.measurements = r.measurements;
+  if (comparison.reference && r.method != *comparison.reference) {
+    const std::vector<TimeEnergy> points10 = sample_evenly(m.points, 10), reference10 = sample_evenly(reference, 10);
+    m.iso_time_energy_reduction_pct = iso_time_energy_reduction_pct(m.points, reference);
+    m.iso_energy_time_reduction_pct = iso_energy_time_reduction_pct(m.points, reference);
+    m.iso_time_energy_reduction_pct_10 = iso_time_energy_reduction_pct(points10, reference10);
+    m.iso_energy_time_reduction_pct_10 = iso_energy_time_reduction_pct(points10, reference10);
+  }
+  m.cluster_energy_j = cluster_energy_j(m.points.front(), comparison.shape);
+  for (double slowdown : slowdowns) m.stragglers.push_back(straggler_iteration(m.points, comparison.shape, slowdown));
+  if (r.method == Method::kKareus) {
+    m.sequential_share = sequential_share(make_plan(r, job, r.frontier.front()));
+  } else {
+    m.clocks_mhz = method_clocks_mhz(r.method, job, evaluator, options);
+  }
+  return m;
+}
+
+}  // namespace
+
+std::optional<Method> reference_method(std::span<const Method> ran) {
+  for (Method m : {Method::kPerseus, Method::kNanobatching, Method::kMegatron}) {
+    if (std::find(ran.begin(), ran.end(), m) != ran.end()) return m;
+  }
+  return std::nullopt;
+}
+
+JobComparison compare_methods(const Job& job, const evaluate::Evaluator& evaluator, const PlannerOptions& options,
+                              std::span<const double> straggler_slowdowns) {
+  for (double slowdown : straggler_slowdowns) {
+    if (!(slowdown >= 1)) {
+      throw InputError({"", 0, 0, "--straggler"}, fmt::format("a slowdown must be at least 1, got {}", slowdown));
+    }
+  }
+  MethodRuns runs = run_methods(kAllMethods, job, evaluator, options);
+  JobComparison out;
+  out.config = job.name;
+  out.energy_scope = plan::energy_scope_for(job.parallel.pp);
+  out.left_out = std::move(runs.left_out);
+  std::vector<Method> ran;
+  for (const MethodResult& r : runs.results) ran.push_back(r.method);
+  out.reference = reference_method(ran);
+  out.shape = {.pipelines = job.parallel.dp,
+               .gpus_per_stage = job.parallel.tp * job.parallel.cp,
+               .stages = job.parallel.pp,
+               .p_blocking_w = runs.results.empty() ? options.p_static_w.value_or(evaluator.gpu().static_power_w)
+                                                    : runs.results.front().p_static_w};
+  out.cluster_energy_scope = fmt::format("all {} GPUs of the job (TP {} x CP {} x PP {} x DP {}), one iteration",
+                                         out.shape.gpus(), job.parallel.tp, job.parallel.cp, job.parallel.pp,
+                                         job.parallel.dp);
+  std::vector<TimeEnergy> reference;
+  for (const MethodResult& r : runs.results) {
+    if (out.reference && r.method == *out.reference) reference = r.points();
+  }
+  for (const MethodResult& r : runs.results) {
+    out.methods.push_back(compare_one(r, job, evaluator, options, out, reference, straggler_slowdowns));
+  }
+  return out;
+}
+
+}  // namespace kareus::planner

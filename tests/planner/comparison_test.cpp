@@ -1,0 +1,79 @@
+#include "kareus/planner/comparison.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "kareus/core/error.hpp"
+#include "kareus/evaluate/simulated.hpp"
+
+namespace kareus::planner {
+namespace {
+
+evaluate::Evaluator a100() {
+  return evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+}
+
+// The comparison against each method run on its own, and the iso rules of core/pareto.hpp.
+TEST(Comparison, HoldsEachMethodsOwnFrontierAndItsIsoFiguresAgainstPerseus) {
+  const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+  const evaluate::Evaluator evaluator = a100();
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  const std::vector<double> slowdowns = {1.0, 1.2};
+  const JobComparison c = compare_methods(job, evaluator, options, slowdowns);
+
+  ASSERT_EQ(c.methods.size(), 4u);
+  EXPECT_TRUE(c.left_out.empty());
+  ASSERT_EQ(c.reference, Method::kPerseus);
+  const std::vector<TimeEnergy> perseus = run_method(Method::kPerseus, job, evaluator, options).points();
+  for (std::size_t i = 0; i < c.methods.size(); ++i) {
+    const MethodComparison& m = c.methods[i];
+    EXPECT_EQ(m.method, kAllMethods[i]);
+    const std::vector<TimeEnergy> alone = run_method(m.method, job, evaluator, options).points();
+    ASSERT_EQ(m.points.size(), alone.size()) << to_string(m.method);
+    EXPECT_DOUBLE_EQ(m.points.front().energy_j, alone.front().energy_j) << to_string(m.method);
+    if (m.method == Method::kPerseus) {
+      EXPECT_FALSE(m.iso_time_energy_reduction_pct.has_value()) << "the reference has no iso figure of its own";
+    } else {
+      EXPECT_EQ(m.iso_time_energy_reduction_pct, iso_time_energy_reduction_pct(alone, perseus)) << to_string(m.method);
+      EXPECT_EQ(m.iso_energy_time_reduction_pct, iso_energy_time_reduction_pct(alone, perseus)) << to_string(m.method);
+    }
+    EXPECT_DOUBLE_EQ(m.cluster_energy_j, m.points.front().energy_j * job.parallel.tp * job.parallel.cp * job.parallel.dp);
+    ASSERT_EQ(m.stragglers.size(), slowdowns.size());
+    EXPECT_NEAR(m.stragglers[0].saving_pct(), 0, 1e-9) << "without a straggler the others run their fastest plan";
+    EXPECT_EQ(m.sequential_share.has_value(), m.method == Method::kKareus);
+    EXPECT_EQ(m.clocks_mhz.empty(), m.method == Method::kKareus);
+  }
+  // Kareus's frontier weakly dominates Perseus's, so it saves at both ends.
+  EXPECT_GE(*c.methods[3].iso_time_energy_reduction_pct, -1e-9);
+  ASSERT_EQ(c.methods[0].clocks_mhz.size(), 1u) << "Megatron-LM runs the highest clock only";
+  EXPECT_EQ(c.methods[0].clocks_mhz[0], *std::max_element(c.methods[1].clocks_mhz.begin(), c.methods[1].clocks_mhz.end()));
+  EXPECT_EQ(c.shape.gpus(), job.parallel.tp * job.parallel.cp * job.parallel.pp * job.parallel.dp);
+}
+
+TEST(Comparison, ASlowdownBelowOneIsRefusedBeforeAnyMeasurement) {
+  const evaluate::Evaluator evaluator = a100();
+  const std::vector<double> slowdowns = {1.1, 0.9};
+  try {
+    (void)compare_methods(evaluation_config("llama3.2-3b-tp8-mbs8-seq4096"), evaluator, {}, slowdowns);
+    FAIL() << "a slowdown of 0.9 was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--straggler"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(evaluator.calls(), 0);
+}
+
+TEST(Comparison, TheReferenceIsPerseusElseTheFirstBaselineThatRan) {
+  const Method all[] = {Method::kMegatron, Method::kPerseus, Method::kNanobatching, Method::kKareus};
+  EXPECT_EQ(reference_method(all), Method::kPerseus);
+  const Method no_perseus[] = {Method::kMegatron, Method::kNanobatching, Method::kKareus};
+  EXPECT_EQ(reference_method(no_perseus), Method::kNanobatching);
+  const Method megatron[] = {Method::kMegatron, Method::kKareus};
+  EXPECT_EQ(reference_method(megatron), Method::kMegatron);
+  const Method kareus[] = {Method::kKareus};
+  EXPECT_EQ(reference_method(kareus), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kareus::planner
