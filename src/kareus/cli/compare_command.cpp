@@ -186,6 +186,7 @@ int run_compare(CompareFlags& flags) {
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
   apply_search_flags(flags.search, options.search);
+  planner::check_slowdowns(flags.stragglers);
   // Every job's schedule before the first job runs (with --all, the tenth would fail after nine).
   for (const planner::Job& job : resolved.jobs) planner::check_schedule(job, options);
 

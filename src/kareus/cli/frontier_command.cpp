@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -45,8 +46,7 @@ std::string frontier_csv(const pipeline::Frontier& frontier) {
   return out;
 }
 
-int run_frontier(const FrontierFlags& flags) {
-  const pipeline::ScheduleKind kind = schedule_kind(flags.schedule);
+pipeline::SolverOptions solver_options(const FrontierFlags& flags) {
   auto cost_model = pipeline::parse_cost_model_kind(flags.cost_model);
   if (!cost_model) throw InputError({"", 0, 0, "--cost-model"}, "expected hull or exponential");
   if (flags.stages < 1) throw InputError({"", 0, 0, "--stages"}, "must be at least 1");
@@ -55,7 +55,16 @@ int run_frontier(const FrontierFlags& flags) {
   const std::optional<double> unit_time_s = unit_time(flags.unit_time);
   if (flags.local_search_rounds < 0) throw InputError({"", 0, 0, "--local-search-rounds"}, "must be at least 0");
   if (!(flags.local_search_budget >= 0)) throw InputError({"", 0, 0, "--local-search-budget"}, "must be at least 0");
+  return {.p_blocking_w = flags.p_blocking_w,
+          .unit_time_s = unit_time_s,
+          .cost_model = *cost_model,
+          .reclaim_slack = !flags.no_reclaim,
+          .local_search_rounds = flags.local_search_rounds,
+          .local_search_budget = flags.local_search_budget};
+}
 
+// The profile's table, holding what the schedule's instructions run.
+pipeline::OptionTable read_table(const FrontierFlags& flags, pipeline::ScheduleKind kind) {
   pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
   // A profile measures what its rows name; B and W are not split from a whole backward by any rule.
   if (pipeline::splits_backward(kind) && !table.splits_backward()) {
@@ -65,31 +74,16 @@ int run_frontier(const FrontierFlags& flags) {
                                  "forward and backward only (kareus plan --schedule {} builds B and W from the workload)",
                                  flags.schedule.schedule, flags.schedule.schedule));
   }
-  std::optional<pipeline::PipelineSchedule> made;
-  try {
-    made = pipeline::PipelineSchedule::make(kind, flags.stages, flags.microbatches, flags.schedule.virtual_stages);
-  } catch (const InputError& e) {
-    throw InputError({"", 0, 0, "--schedule"}, e.what());
-  }
-  const pipeline::PipelineSchedule& schedule = *made;
-  // The profile's instructions run a whole stage; an interleaved GPU runs a chunk of it at a time.
-  table = pipeline::chunk_option_table(std::move(table), flags.schedule.virtual_stages);
-  pipeline::SolverOptions options{.p_blocking_w = flags.p_blocking_w,
-                                  .unit_time_s = unit_time_s,
-                                  .cost_model = *cost_model,
-                                  .reclaim_slack = !flags.no_reclaim,
-                                  .local_search_rounds = flags.local_search_rounds,
-                                  .local_search_budget = flags.local_search_budget};
-  const auto plan_count = plan::parse_plan_count(flags.plans, "--plans");  // checked before solving
+  return table;
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  auto last_report = start;
-  const bool tty = ::isatty(STDERR_FILENO);
-  bool reported = false;
-  auto progress = [&](const pipeline::SolverProgress& p) {
+// The solver's progress on stderr, after its first two seconds: rewritten in place on a terminal.
+class ProgressLine {
+ public:
+  void operator()(const pipeline::SolverProgress& p) {
     auto now = std::chrono::steady_clock::now();
-    if (now - last_report < std::chrono::seconds(tty ? 1 : 5) || now - start < std::chrono::seconds(2)) return;
-    last_report = now;
+    if (now - last_ < std::chrono::seconds(tty_ ? 1 : 5) || now - start_ < std::chrono::seconds(2)) return;
+    last_ = now;
     double total = std::max(1e-12, p.stats->initial_time_s - p.stats->fastest_time_s);
     double pct = 100.0 * (p.stats->initial_time_s - p.planned_time_s) / total;
     std::string line =
@@ -98,79 +92,111 @@ int run_frontier(const FrontierFlags& flags) {
                           std::min(100.0, pct), p.stats->cut_computations)
             : fmt::format("frontier: local search round {}, {} of {} plans expanded", p.local_search_round,
                           p.expanded, p.to_expand);
-    std::fprintf(stderr, tty ? "\r%s" : "%s\n", line.c_str());
-    reported = true;
-  };
+    std::fprintf(stderr, tty_ ? "\r%s" : "%s\n", line.c_str());
+    reported_ = true;
+  }
+  void finish() const {
+    if (reported_ && tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+  bool tty_ = ::isatty(STDERR_FILENO) != 0;
+  bool reported_ = false;
+};
+
+// How the local search ended (pipeline/local_search.hpp); a search stopped before its wide moves' phase has none.
+std::string local_search_line(const pipeline::SolverStats& stats, int rounds) {
+  const std::string expansions =
+      stats.wide_move_expansions > 0
+          ? fmt::format("{} expansions, {} with wide moves", stats.local_search_expansions, stats.wide_move_expansions)
+          : fmt::format("{} expansions", stats.local_search_expansions);
+  if (rounds == 0) return "no local search";
+  if (stats.local_search_converged) return fmt::format("local search converged in {} rounds ({})", stats.local_search_rounds, expansions);
+  if (stats.local_search_rounds >= rounds) {
+    return fmt::format("local search stopped after its {} rounds (--local-search-rounds; {}), not converged",
+                       stats.local_search_rounds, expansions);
+  }
+  return fmt::format("local search stopped by its budget after {} rounds ({}), not converged", stats.local_search_rounds,
+                     expansions);
+}
+
+void print_summary(const FrontierFlags& flags, const pipeline::Frontier& frontier, double solve_s) {
+  const auto& fastest = frontier.points.front();
+  const auto& frugal = frontier.points.back();
+  const pipeline::SolverStats& stats = frontier.stats;
+  fmt::print("Frontier of {} ({} stages, {} microbatches, {}, P_blocking {} W, unit {} s, {} cost model)\n", flags.profile,
+             flags.stages, flags.microbatches, flags.schedule.schedule, flags.p_blocking_w, stats.unit.unit_time_s,
+             flags.cost_model);
+  fmt::print("Energy: {}\n", plan::energy_scope_for(flags.stages));
+  fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
+  fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
+  fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "lowest energy", frugal.time_s, frugal.energy_j);
+  fmt::print("{} Pareto plans of {} evaluated; unit {} s ({}); {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
+             frontier.points.size(), frontier.total_points, stats.unit.unit_time_s, describe(stats.unit), stats.steps,
+             stats.cut_computations, local_search_line(stats, flags.local_search_rounds), solve_s);
+}
+
+// frontier.csv, plans.json (evenly spaced plans) and frontier.svg under --out; each file lands whole.
+void write_outputs(const FrontierFlags& flags, const pipeline::OptionTable& table, const pipeline::PipelineSchedule& schedule,
+                   const pipeline::Frontier& frontier, std::optional<std::size_t> plan_count) {
+  const std::filesystem::path dir = flags.out;
+  pipeline::InstructionDag dag(schedule);
+  plan::PlanContext context{schedule_kind(flags.schedule), flags.microbatches, flags.p_blocking_w,
+                            frontier.stats.unit.unit_time_s, {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
+  const std::vector<std::size_t> in_set = plan::evenly_spaced_plans(frontier.points.size(), plan_count);
+  std::vector<plan::Plan> plans;
+  for (std::size_t i : in_set) plans.push_back(plan::make_plan(table, dag, frontier.points[i], context));
+  std::vector<TimeEnergy> points;
+  for (const auto& p : frontier.points) points.push_back(p.time_energy());
+  const std::string svg = report::render_svg(
+      {{"true (time, energy) of each plan", points, false}},
+      {fmt::format("Iteration time–energy frontier: {} stages, {} microbatches ({})", flags.stages, flags.microbatches,
+                   plan::energy_scope_for(flags.stages)),
+       "iteration time (s)", "iteration energy (J)"});
+  write_file_atomic(dir / "frontier.csv", frontier_csv(frontier));
+  plan::write_plan_set(plans, in_set, dir / "plans.json");
+  if (!svg.empty()) {
+    write_file_atomic(dir / "frontier.svg", svg);
+  } else {
+    spdlog::info("gnuplot is not installed; no frontier.svg written");
+  }
+  if (!flags.csv) fmt::print("Wrote {}/frontier.csv, plans.json{}\n", dir.string(), svg.empty() ? "" : ", frontier.svg");
+}
+
+int run_frontier(const FrontierFlags& flags) {
+  const pipeline::ScheduleKind kind = schedule_kind(flags.schedule);
+  const pipeline::SolverOptions options = solver_options(flags);
+  pipeline::OptionTable table = read_table(flags, kind);
+  std::optional<pipeline::PipelineSchedule> schedule;
+  try {
+    schedule = pipeline::PipelineSchedule::make(kind, flags.stages, flags.microbatches, flags.schedule.virtual_stages);
+  } catch (const InputError& e) {
+    throw InputError({"", 0, 0, "--schedule"}, e.what());
+  }
+  // The profile's instructions run a whole stage; an interleaved GPU runs a chunk of it at a time.
+  table = pipeline::chunk_option_table(std::move(table), flags.schedule.virtual_stages);
+  const auto plan_count = plan::parse_plan_count(flags.plans, "--plans");  // checked before solving
+
+  const auto start = std::chrono::steady_clock::now();
+  ProgressLine progress;
   pipeline::Frontier frontier;
   try {
-    frontier = pipeline::solve_frontier(table, schedule, options, progress);
+    frontier = pipeline::solve_frontier(table, *schedule, options, std::ref(progress));
   } catch (const InputError& e) {
     // The solver names the stage and instruction at fault; the user also needs the file.
     const InputLocation& at = e.location();
     if (!at.file.empty() || at.line > 0 || !at.field.empty()) throw;
     throw InputError({flags.profile, 0, 0, ""}, e.what());
   }
-  if (reported && tty) std::fprintf(stderr, "\n");
+  progress.finish();
   const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
   if (flags.csv) {
     std::fputs(frontier_csv(frontier).c_str(), stdout);
   } else {
-    const auto& fastest = frontier.points.front();
-    const auto& frugal = frontier.points.back();
-    fmt::print("Frontier of {} ({} stages, {} microbatches, {}, P_blocking {} W, unit {} s, {} cost model)\n",
-               flags.profile, flags.stages, flags.microbatches, flags.schedule.schedule, flags.p_blocking_w,
-               frontier.stats.unit.unit_time_s, flags.cost_model);
-    fmt::print("Energy: {}\n", plan::energy_scope_for(flags.stages));
-    fmt::print("  {:<22} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
-    fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "fastest", fastest.time_s, fastest.energy_j);
-    fmt::print("  {:<22} {:>12.4f} {:>14.1f}\n", "lowest energy", frugal.time_s, frugal.energy_j);
-    const pipeline::SolverStats& stats = frontier.stats;
-    // The wide moves' phase runs last (pipeline/local_search.hpp); a search stopped before it has none.
-    const std::string expansions =
-        stats.wide_move_expansions > 0
-            ? fmt::format("{} expansions, {} with wide moves", stats.local_search_expansions,
-                          stats.wide_move_expansions)
-            : fmt::format("{} expansions", stats.local_search_expansions);
-    const std::string search =
-        flags.local_search_rounds == 0 ? "no local search"
-        : stats.local_search_converged
-            ? fmt::format("local search converged in {} rounds ({})", stats.local_search_rounds, expansions)
-        : stats.local_search_rounds >= flags.local_search_rounds
-            ? fmt::format("local search stopped after its {} rounds (--local-search-rounds; {}), not converged",
-                          stats.local_search_rounds, expansions)
-            : fmt::format("local search stopped by its budget after {} rounds ({}), not converged",
-                          stats.local_search_rounds, expansions);
-    fmt::print("{} Pareto plans of {} evaluated; unit {} s ({}); {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
-               frontier.points.size(), frontier.total_points, stats.unit.unit_time_s, describe(stats.unit), stats.steps,
-               stats.cut_computations, search, solve_s);
+    print_summary(flags, frontier, solve_s);
   }
-
-  if (!flags.out.empty()) {
-    std::filesystem::path dir = flags.out;
-    pipeline::InstructionDag dag(schedule);
-    plan::PlanContext context{kind, flags.microbatches, flags.p_blocking_w, frontier.stats.unit.unit_time_s,
-                              {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
-    const std::vector<std::size_t> in_set = plan::evenly_spaced_plans(frontier.points.size(), plan_count);
-    std::vector<plan::Plan> plans;
-    for (std::size_t i : in_set) plans.push_back(plan::make_plan(table, dag, frontier.points[i], context));
-    std::vector<TimeEnergy> points;
-    for (const auto& p : frontier.points) points.push_back(p.time_energy());
-    std::string svg = report::render_svg(
-        {{"true (time, energy) of each plan", points, false}},
-        {fmt::format("Iteration time–energy frontier: {} stages, {} microbatches ({})", flags.stages,
-                     flags.microbatches, plan::energy_scope_for(flags.stages)),
-         "iteration time (s)", "iteration energy (J)"});
-    // Everything is computed before anything is written; each file lands atomically.
-    write_file_atomic(dir / "frontier.csv", frontier_csv(frontier));
-    plan::write_plan_set(plans, in_set, dir / "plans.json");
-    if (!svg.empty()) {
-      write_file_atomic(dir / "frontier.svg", svg);
-    } else {
-      spdlog::info("gnuplot is not installed; no frontier.svg written");
-    }
-    if (!flags.csv) fmt::print("Wrote {}/frontier.csv, plans.json{}\n", dir.string(), svg.empty() ? "" : ", frontier.svg");
-  }
+  if (!flags.out.empty()) write_outputs(flags, table, *schedule, frontier, plan_count);
   return 0;
 }
 

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <optional>
 
@@ -17,6 +16,7 @@
 #include "kareus/core/io.hpp"
 #include "kareus/planner/baselines.hpp"
 #include "kareus/planner/host_bound.hpp"
+#include "kareus/planner/plan_job.hpp"
 #include "kareus/planner/planner.hpp"
 #include "kareus/plan/select.hpp"
 #include "kareus/evaluate/simulated.hpp"
@@ -141,147 +141,149 @@ std::pair<std::string, std::string> partition_section(const planner::Job& job, c
   return {title, report::partition_gantt_svg(*pick, *knob, sim->timeline(*pick, *knob))};
 }
 
-int run_plan(PlanFlags& flags) {
-  const auto start = std::chrono::steady_clock::now();
-  const plan::Target target = plan::parse_target(flags.target);
-  const auto plan_count = plan::parse_plan_count(flags.plans, "--plans");
-  if (!(flags.overhead > 0)) throw InputError({"", 0, 0, "--overhead"}, "must be positive");
+nlohmann::json summary_json(const planner::Job& job, const planner::JobPlan& p, const evaluate::Evaluator& evaluator,
+                            const planner::PlannerOptions& options, const PlanFlags& flags) {
+  const planner::MethodResult& k = p.kareus;
+  nlohmann::json summary = {{"workload", job.name},
+                            {"model", job.model.name},
+                            {"gpu", evaluator.gpu().name},
+                            {"engine", options.engine.name},
+                            {"evaluator", evaluator.name()},
+                            {"provenance", provenance_note(evaluator)},
+                            {"p_static_w", k.p_static_w},
+                            {"energy_scope", plan::energy_scope_for(job.parallel.pp)},
+                            {"target", plan::to_string(p.target)},
+                            {"schedule", flags.schedule.schedule},
+                            {"virtual_stages", flags.schedule.virtual_stages},
+                            {"time_s", p.chosen_plan.time_s},
+                            {"energy_j", p.chosen_plan.energy_j},
+                            {"frontier_points", k.frontier.size()},
+                            {"unit_time_s", k.unit_time_s},
+                            {"measurements", k.measurements},
+                            {"grid_knobs", k.grid_knobs},
+                            {"unusable_table_knobs", k.unusable_knobs},
+                            {"overhead_factor", flags.overhead},
+                            {"host_bound_partitions", host_bound_json(p.host_bound)},
+                            {"run_time_s", p.run_time_s}};
+  if (p.baselines) summary["baselines"] = baselines_json(*p.baselines);
+  return summary;
+}
 
+// Every method's frontier, the chosen plan ringed, and Kareus's iso figures against Perseus drawn.
+std::string frontier_svg(const planner::Job& job, const planner::JobPlan& p) {
+  const std::vector<TimeEnergy> points = p.kareus.points();
+  report::FrontierPlot plot{fmt::format("{} ({})", job.name, plan::energy_scope_for(job.parallel.pp)),
+                            {{"Kareus", points, false, {}, false}}, points[p.chosen], {}};
+  if (p.baselines) {
+    for (const auto& b : p.baselines->baselines) {
+      plot.methods.push_back({std::string(planner::to_string(b.method)), b.points, false, {}, false});
+    }
+    if (planner::find_baseline(*p.baselines, planner::Method::kPerseus)) {
+      plot.iso = report::IsoSavings{"Kareus", "Perseus", p.baselines->iso_time_energy_reduction_pct,
+                                    p.baselines->iso_energy_time_reduction_pct};
+    }
+  }
+  return report::frontier_plot_svg(plot);
+}
+
+std::string report_html(const planner::Job& job, const planner::JobPlan& p, const evaluate::Evaluator& evaluator,
+                        const planner::PlannerOptions& options, const PlanFlags& flags, const std::string& svg) {
+  const std::string host_bound = p.host_bound.empty()
+                                     ? std::string("none: the host issues every partition faster than the GPU runs it")
+                                     : std::to_string(p.host_bound.size()) + " (summary.json)";
+  return report::html_report(
+      {fmt::format("Kareus plan: {}", job.name),
+       {{"workload", job.name},
+        {"engine", options.engine.display_name},
+        {"host-bound partitions", host_bound},
+        {"target", plan::to_string(p.target)},
+        {"iteration time", fmt::format("{:.4f} s", p.chosen_plan.time_s)},
+        {"iteration energy", fmt::format("{:.1f} J ({})", p.chosen_plan.energy_j, plan::energy_scope_for(job.parallel.pp))},
+        {"frontier points", std::to_string(p.kareus.frontier.size())},
+        {"measurements", fmt::format("{} of {} knobs", p.kareus.measurements, p.kareus.grid_knobs)},
+        {"how far to trust it", report::trust_note(evaluator.provenance())}},
+       provenance_note(evaluator)},
+      svg, report::clock_timeline_svg(p.chosen_plan),
+      {{"Overlap decisions", report::overlap_decisions_html(p.chosen_plan, p.set_plans)},
+       partition_section(job, p.chosen_plan, evaluator, flags.gantt_partition)});
+}
+
+// The composed table in the profile format `kareus frontier --profile` reads (knobs left out).
+std::string stage_options_csv(const pipeline::OptionTable& table) {
+  std::string csv = "stage,instruction,frequency,time,energy\n";
+  for (int stage = 0; stage < table.num_stages(); ++stage) {
+    for (pipeline::OptionSlot slot : pipeline::kAllOptionSlots) {  // with zb-h1 also B and W
+      for (const pipeline::StageOption& o : table.at(stage, slot)) {
+        csv += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, pipeline::to_string(slot), o.freq_mhz, o.time_s,
+                           o.energy_j);
+      }
+    }
+  }
+  return csv;
+}
+
+void print_plan(const planner::Job& job, const planner::JobPlan& p, const evaluate::Evaluator& evaluator,
+                const planner::PlannerOptions& options, const std::filesystem::path& dir) {
+  const std::vector<TimeEnergy> points = p.kareus.points();
+  fmt::print("Kareus plan for {}\n({}; energy: {})\n", job.name, provenance_note(evaluator),
+             plan::energy_scope_for(job.parallel.pp));
+  fmt::print("  {:<16} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
+  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "fastest", points.front().time_s, points.front().energy_j);
+  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
+  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", p.chosen_plan.time_s, p.chosen_plan.energy_j);
+  if (p.baselines) print_baselines(*p.baselines, p.chosen_plan);
+  fmt::print("{}\n", host_bound_line(p.host_bound, options.engine.name));
+  fmt::print(
+      "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
+      "plans.json, summary.json, report.html, frontier.svg, timeline.svg\n",
+      points.size(), p.kareus.unit_time_s, p.kareus.measurements, p.run_time_s, dir.string());
+}
+
+int run_plan(PlanFlags& flags) {
+  planner::PlanRequest request{.target = plan::parse_target(flags.target),
+                               .set_plans = plan::parse_plan_count(flags.plans, "--plans"),
+                               .baselines = !flags.no_baselines};
+  if (!(flags.overhead > 0)) throw InputError({"", 0, 0, "--overhead"}, "must be positive");
+  if (!flags.stage_options.empty() && flags.schedule.virtual_stages > 1) {
+    throw InputError({"", 0, 0, "--stage-options"},
+                     "the profile format has one row set per stage; an interleaved plan's chunks have options of "
+                     "their own (the embedding in the first, the LM head in the last), which it cannot hold");
+  }
   ResolvedJobs resolved = resolve_jobs(
       flags.workload, flags.preset.empty() ? std::vector<std::string>{} : std::vector<std::string>{flags.preset}, "--preset");
   const planner::Job& job = resolved.jobs.front();
-  const hardware::GpuSpec& gpu = resolved.gpu;
   planner::PlannerOptions options;
   options.overhead_factor = flags.overhead;
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
   options.engine = resolved.engine;
   std::optional<evaluate::Evaluator> served =
-      make_evaluator(flags.evaluator, gpu, job.model, job.parallel, options.schedule, flags.noise);
+      make_evaluator(flags.evaluator, resolved.gpu, job.model, job.parallel, options.schedule, flags.noise);
   if (!served) return 0;  // a rank other than 0 under mpirun: it measured for rank 0, which reports
   const evaluate::Evaluator& evaluator = *served;
   report_sample_use(evaluator, planner::job_partitions(job, options.schedule));
-  if (!flags.stage_options.empty() && options.virtual_stages > 1) {
-    throw InputError({"", 0, 0, "--stage-options"},
-                     "the profile format has one row set per stage; an interleaved plan's chunks have options of "
-                     "their own (the embedding in the first, the LM head in the last), which it cannot hold");
-  }
   options.unit_time_s = unit_time(flags.unit_time);
   apply_search_flags(flags.search, options.search);
   if (!flags.journal_dir.empty()) options.journal_dir = flags.journal_dir;
   options.progress = [](const std::string& line) { spdlog::debug("{}", line); };
-  planner::MethodResult kareus = planner::run_method(planner::Method::kKareus, job, evaluator, options);
-  const std::vector<TimeEnergy> points = kareus.points();
-  const std::size_t chosen = plan::select_plan(points, target);
-  plan::Plan chosen_plan = planner::make_plan(kareus, job, kareus.frontier[chosen]);
-  const std::vector<planner::HostBoundPartition> host_bound =
-      planner::host_bound_partitions(job, chosen_plan, evaluator, options.engine);
-  std::optional<planner::BaselineComparison> baselines;
-  if (!flags.no_baselines) {
-    baselines = planner::compare_with_baselines(job, evaluator, options, kareus, {chosen_plan.time_s, chosen_plan.energy_j});
-  }
-  const double run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const planner::JobPlan p = planner::plan_job(job, evaluator, options, request);
 
   // Everything is computed before anything is written; each file lands atomically.
-  const std::string scope = plan::energy_scope_for(job.parallel.pp);
-  const std::string note = provenance_note(evaluator);
   std::string csv = "time_s,energy_j\n";
-  for (const auto& p : points) csv += fmt::format("{:.9g},{:.9g}\n", p.time_s, p.energy_j);
-  nlohmann::json summary = {
-      {"workload", job.name},
-      {"model", job.model.name},
-      {"gpu", gpu.name},
-      {"engine", options.engine.name},
-      {"evaluator", evaluator.name()},
-      {"provenance", note},
-      {"p_static_w", kareus.p_static_w},
-      {"energy_scope", scope},
-      {"target", plan::to_string(target)},
-      {"schedule", flags.schedule.schedule},
-      {"virtual_stages", flags.schedule.virtual_stages},
-      {"time_s", chosen_plan.time_s},
-      {"energy_j", chosen_plan.energy_j},
-      {"frontier_points", points.size()},
-      {"unit_time_s", kareus.unit_time_s},
-      {"measurements", kareus.measurements},
-      {"grid_knobs", kareus.grid_knobs},
-      {"unusable_table_knobs", kareus.unusable_knobs},
-      {"overhead_factor", flags.overhead},
-      {"host_bound_partitions", host_bound_json(host_bound)},
-      {"run_time_s", run_time_s}};
-  if (baselines) summary["baselines"] = baselines_json(*baselines);
-  // Every method's frontier, the chosen plan ringed, and Kareus's iso figures against Perseus drawn.
-  report::FrontierPlot frontier_plot{
-      fmt::format("{} ({})", job.name, scope), {{"Kareus", points, false, {}, false}}, points[chosen], {}};
-  if (baselines) {
-    for (const auto& b : baselines->baselines) {
-      frontier_plot.methods.push_back({std::string(planner::to_string(b.method)), b.points, false, {}, false});
-    }
-    if (planner::find_baseline(*baselines, planner::Method::kPerseus)) {
-      frontier_plot.iso = report::IsoSavings{"Kareus", "Perseus", baselines->iso_time_energy_reduction_pct,
-                                             baselines->iso_energy_time_reduction_pct};
-    }
-  }
-  std::string frontier_svg = report::frontier_plot_svg(frontier_plot);
-  // Plans spread over the frontier, and the chosen one, as a plan set for a runtime that switches
-  // plans (stragglers). The whole frontier can hold thousands of plans a few microseconds apart.
-  std::vector<std::size_t> in_set = plan::evenly_spaced_plans(kareus.frontier.size(), plan_count);
-  if (!std::binary_search(in_set.begin(), in_set.end(), chosen)) {
-    in_set.insert(std::upper_bound(in_set.begin(), in_set.end(), chosen), chosen);
-  }
-  std::vector<plan::Plan> set_plans;
-  for (std::size_t i : in_set) set_plans.push_back(planner::make_plan(kareus, job, kareus.frontier[i]));
-  std::string html = report::html_report(
-      {fmt::format("Kareus plan: {}", job.name),
-       {{"workload", job.name},
-        {"engine", options.engine.display_name},
-        {"host-bound partitions", host_bound.empty() ? std::string("none: the host issues every partition faster than "
-                                                                   "the GPU runs it")
-                                                     : std::to_string(host_bound.size()) + " (summary.json)"},
-        {"target", plan::to_string(target)},
-        {"iteration time", fmt::format("{:.4f} s", chosen_plan.time_s)},
-        {"iteration energy", fmt::format("{:.1f} J ({})", chosen_plan.energy_j, scope)},
-        {"frontier points", std::to_string(points.size())},
-        {"measurements", fmt::format("{} of {} knobs", kareus.measurements, kareus.grid_knobs)},
-        {"how far to trust it", report::trust_note(evaluator.provenance())}},
-       note},
-      frontier_svg, report::clock_timeline_svg(chosen_plan),
-      {{"Overlap decisions", report::overlap_decisions_html(chosen_plan, set_plans)},
-       partition_section(job, chosen_plan, evaluator, flags.gantt_partition)});
+  for (const auto& point : p.kareus.points()) csv += fmt::format("{:.9g},{:.9g}\n", point.time_s, point.energy_j);
+  const std::string svg = frontier_svg(job, p);
+  const std::string html = report_html(job, p, evaluator, options, flags, svg);
   const std::filesystem::path dir = flags.out;
   write_file_atomic(dir / "frontier.csv", csv);
-  plan::write_plan(chosen_plan, dir / "plan.json");
-  plan::write_plan_set(set_plans, in_set, dir / "plans.json");
-  write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
+  plan::write_plan(p.chosen_plan, dir / "plan.json");
+  plan::write_plan_set(p.set_plans, p.set_indices, dir / "plans.json");
+  write_file_atomic(dir / "summary.json", summary_json(job, p, evaluator, options, flags).dump(1) + "\n");
   write_file_atomic(dir / "report.html", html);
   // The report's pictures alone, for papers and slides.
-  if (!frontier_svg.empty()) write_file_atomic(dir / "frontier.svg", frontier_svg);
-  write_file_atomic(dir / "timeline.svg", report::clock_timeline_svg(chosen_plan));
-  if (!flags.stage_options.empty()) {
-    // The composed table in the profile format `kareus frontier --profile` reads (knobs left out).
-    std::string table = "stage,instruction,frequency,time,energy\n";
-    for (int stage = 0; stage < kareus.table.num_stages(); ++stage) {
-      for (pipeline::OptionSlot slot : pipeline::kAllOptionSlots) {  // with zb-h1 also B and W
-        for (const pipeline::StageOption& o : kareus.table.at(stage, slot)) {
-          table += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, pipeline::to_string(slot), o.freq_mhz,
-                               o.time_s, o.energy_j);
-        }
-      }
-    }
-    write_file_atomic(flags.stage_options, table);
-  }
-
-  fmt::print("Kareus plan for {}\n({}; energy: {})\n", job.name, note, scope);
-  fmt::print("  {:<16} {:>12} {:>14}\n", "plan", "time (s)", "energy (J)");
-  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "fastest", points.front().time_s, points.front().energy_j);
-  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
-  fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", chosen_plan.time_s, chosen_plan.energy_j);
-  if (baselines) print_baselines(*baselines, chosen_plan);
-  fmt::print("{}\n", host_bound_line(host_bound, options.engine.name));
-  fmt::print(
-      "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
-      "plans.json, summary.json, report.html, frontier.svg, timeline.svg\n",
-      points.size(), kareus.unit_time_s, kareus.measurements, run_time_s, dir.string());
+  if (!svg.empty()) write_file_atomic(dir / "frontier.svg", svg);
+  write_file_atomic(dir / "timeline.svg", report::clock_timeline_svg(p.chosen_plan));
+  if (!flags.stage_options.empty()) write_file_atomic(flags.stage_options, stage_options_csv(p.kareus.table));
+  print_plan(job, p, evaluator, options, dir);
   return 0;
 }
 

@@ -57,13 +57,17 @@ std::optional<Method> reference_method(std::span<const Method> ran) {
   return std::nullopt;
 }
 
-JobComparison compare_methods(const Job& job, const evaluate::Evaluator& evaluator, const PlannerOptions& options,
-                              std::span<const double> straggler_slowdowns) {
+void check_slowdowns(std::span<const double> straggler_slowdowns) {
   for (double slowdown : straggler_slowdowns) {
     if (!(slowdown >= 1)) {
       throw InputError({"", 0, 0, "--straggler"}, fmt::format("a slowdown must be at least 1, got {}", slowdown));
     }
   }
+}
+
+JobComparison compare_methods(const Job& job, const evaluate::Evaluator& evaluator, const PlannerOptions& options,
+                              std::span<const double> straggler_slowdowns) {
+  check_slowdowns(straggler_slowdowns);
   MethodRuns runs = run_methods(kAllMethods, job, evaluator, options);
   JobComparison out;
   out.config = job.name;

@@ -44,8 +44,11 @@ struct JobComparison {
   std::vector<MethodComparison> methods;  // in kAllMethods order, those that ran
 };
 
+// Throws InputError naming --straggler unless every slowdown is at least 1.
+void check_slowdowns(std::span<const double> straggler_slowdowns);
+
 // Every method of kAllMethods the evaluator can cost, with stragglers of the given slowdowns
-// (each at least 1; InputError naming --straggler otherwise).
+// (check_slowdowns first, before any measurement).
 JobComparison compare_methods(const Job& job, const evaluate::Evaluator& evaluator, const PlannerOptions& options,
                               std::span<const double> straggler_slowdowns);
 

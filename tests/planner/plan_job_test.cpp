@@ -1,0 +1,38 @@
+#include "kareus/planner/plan_job.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "kareus/evaluate/simulated.hpp"
+
+namespace kareus::planner {
+namespace {
+
+// The set holds the evenly spaced plans and the chosen one, each the plan of its frontier point.
+TEST(PlanJob, TheSetHoldsTheChosenPlanAndAtMostTheAskedCountBesides) {
+  const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+  const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  for (const char* target : {"max-throughput", "min-energy", "deadline:4.3"}) {
+    const JobPlan p = plan_job(job, evaluator, options, {.target = plan::parse_target(target), .set_plans = 5, .baselines = false});
+    EXPECT_EQ(p.chosen, plan::select_plan(p.kareus.points(), p.target)) << target;
+    EXPECT_NEAR(p.chosen_plan.time_s, p.kareus.frontier[p.chosen].time_s, 1e-12) << target;
+    ASSERT_TRUE(std::is_sorted(p.set_indices.begin(), p.set_indices.end())) << target;
+    EXPECT_EQ(std::adjacent_find(p.set_indices.begin(), p.set_indices.end()), p.set_indices.end()) << target;
+    EXPECT_TRUE(std::binary_search(p.set_indices.begin(), p.set_indices.end(), p.chosen)) << target;
+    EXPECT_LE(p.set_indices.size(), 6u) << target;
+    ASSERT_EQ(p.set_plans.size(), p.set_indices.size()) << target;
+    for (std::size_t i = 0; i < p.set_plans.size(); ++i) {
+      EXPECT_NEAR(p.set_plans[i].energy_j, p.kareus.frontier[p.set_indices[i]].energy_j, 1e-9) << target;
+    }
+    EXPECT_FALSE(p.baselines.has_value());
+  }
+  const JobPlan with = plan_job(job, evaluator, options, {});
+  ASSERT_TRUE(with.baselines.has_value());
+  EXPECT_EQ(with.baselines->baselines.size(), 3u);
+}
+
+}  // namespace
+}  // namespace kareus::planner
