@@ -21,11 +21,9 @@
 #include "kareus/core/io.hpp"
 #include "kareus/engine/trace_fit.hpp"
 #include "kareus/evaluate/simulated.hpp"
-#include "kareus/hardware/calibration.hpp"
+#include "kareus/calibrate/gpu_fit.hpp"
 #include "kareus/hardware/gpu.hpp"
 #include "kareus/hardware/stage_model.hpp"
-#include "kareus/planner/overlap_fit.hpp"
-#include "kareus/planner/plan_check.hpp"
 
 namespace kareus::cli {
 namespace {
@@ -165,16 +163,16 @@ int run_show(const HwFlags& flags) {
   return 0;
 }
 
-std::vector<hardware::ProfileCurve> read_profiles(const std::vector<std::string>& paths) {
-  std::vector<hardware::ProfileCurve> curves;
+std::vector<calibrate::ProfileCurve> read_profiles(const std::vector<std::string>& paths) {
+  std::vector<calibrate::ProfileCurve> curves;
   for (const auto& path : paths) {
-    auto more = hardware::read_stage_profile(path);
+    auto more = calibrate::read_stage_profile(path);
     curves.insert(curves.end(), more.begin(), more.end());
   }
   return curves;
 }
 
-void print_rows(const hardware::ShapeCheck& check) {
+void print_rows(const calibrate::ShapeCheck& check) {
   fmt::print("{:<36} {:>5} {:<9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}\n", "profile", "stage",
              "instr", "clock_mhz", "time_meas", "time_mod", "time_err", "power_meas", "power_mod",
              "power_err");
@@ -188,7 +186,7 @@ void print_rows(const hardware::ShapeCheck& check) {
 }
 
 // What kind of work the model misses, per frontier (planner::MissingWork).
-void print_missing_power(const planner::PlanCheck& check, const hardware::GpuSpec& gpu) {
+void print_missing_power(const calibrate::PlanCheck& check, const hardware::GpuSpec& gpu) {
   if (check.missing.empty()) return;
   fmt::print("\nWhat the model misses: measured minus model time, and the power of that time (energy over time, per "
              "GPU; {:g} W is a waiting GPU), median over the plans differing by more than 1%; measured over model "
@@ -207,17 +205,17 @@ void print_missing_power(const planner::PlanCheck& check, const hardware::GpuSpe
 double gain_pct(double perseus_s, double nanobatched_s) { return 100 * (perseus_s - nanobatched_s) / perseus_s; }
 
 // The plans of every --plans file: the artifact's plans.csv (with plan_clocks.csv) or kareus-plan JSON.
-std::vector<planner::ReferencePlan> read_plans(const HwFlags& flags) {
-  std::vector<planner::ReferencePlan> plans;
+std::vector<calibrate::ReferencePlan> read_plans(const HwFlags& flags) {
+  std::vector<calibrate::ReferencePlan> plans;
   for (const std::string& file : flags.plans) {
-    std::vector<planner::ReferencePlan> more;
+    std::vector<calibrate::ReferencePlan> more;
     if (file.ends_with(".json")) {
-      more = planner::read_kareus_plans(file);
+      more = calibrate::read_kareus_plans(file);
     } else {
       std::filesystem::path clocks = flags.plan_clocks.empty()
                                          ? std::filesystem::path(file).parent_path() / "plan_clocks.csv"
                                          : std::filesystem::path(flags.plan_clocks);
-      more = planner::read_artifact_plans(file, clocks);
+      more = calibrate::read_artifact_plans(file, clocks);
     }
     plans.insert(plans.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
@@ -226,10 +224,10 @@ std::vector<planner::ReferencePlan> read_plans(const HwFlags& flags) {
 }
 
 int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
-  const std::vector<planner::ReferencePlan> plans = read_plans(flags);
+  const std::vector<calibrate::ReferencePlan> plans = read_plans(flags);
   const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(gpu);
   const planner::PlannerOptions options = plan_options(flags);
-  const planner::PlanCheck check = planner::check_plans(plans, evaluator, options, true);
+  const calibrate::PlanCheck check = calibrate::check_plans(plans, evaluator, options, true);
 
   fmt::print(
       "{} measured plan(s) evaluated on the simulated GPU model of {} (a model, not a measurement): every "
@@ -247,7 +245,7 @@ int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
   fmt::print("\nFastest plan of each frontier, the reference's against the planner's on the model\n");
   fmt::print("{:<21} {:<36} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}\n", "method", "job", "time_ref", "time_mod",
              "time_err", "energy_ref", "energy_mod", "energy_err");
-  std::map<std::string, std::map<planner::Method, const planner::FrontierCheck*>> by_job;
+  std::map<std::string, std::map<planner::Method, const calibrate::FrontierCheck*>> by_job;
   for (const auto& f : check.frontiers) {
     fmt::print("{:<21} {:<36} {:>10.4f} {:>10.4f} {:>+7.2f}% {:>11.1f} {:>11.1f} {:>+7.2f}%\n",
                planner::to_string(f.method), f.job, f.reference_fastest_time_s, f.model_fastest_time_s,
@@ -269,25 +267,21 @@ int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
     fmt::print("{:<36} {:>+8.2f}% {:>+8.2f}% {:>+9.2f}\n", job, ref, mod, mod - ref);
   }
   print_missing_power(check, gpu);
-  fmt::print("{}\n", planner::summary_line(check));
+  fmt::print("{}\n", calibrate::summary_line(check));
   return 0;
 }
 
-// The partitions of every --partitions directory, and what their journals were measured on.
-std::pair<std::vector<planner::MeasuredPartition>, std::set<std::string>> read_partitions(const HwFlags& flags) {
-  std::vector<planner::MeasuredPartition> measured;
-  std::set<std::string> measured_on;
+// The partitions of every --partitions directory.
+std::vector<calibrate::MeasuredPartition> read_partitions(const HwFlags& flags) {
+  std::vector<calibrate::MeasuredPartition> measured;
   for (const auto& dir : flags.partitions) {
-    for (auto& m : planner::read_measured_partitions(dir)) {
-      measured_on.insert(m.measured_on);
-      measured.push_back(std::move(m));
-    }
+    for (auto& m : calibrate::read_measured_partitions(dir)) measured.push_back(std::move(m));
   }
-  return {std::move(measured), std::move(measured_on)};
+  return measured;
 }
 
 // Each knob pair's measured ratio and the model's, before and after a fit (the same for a check).
-void print_overlap_pairs(const std::vector<planner::OverlapPair>& pairs, bool fitted) {
+void print_overlap_pairs(const std::vector<calibrate::OverlapPair>& pairs, bool fitted) {
   if (fitted) {
     fmt::print("  {:<14} {:>9} {:>4} {:<10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "partition", "freq_mhz", "sms",
                "slot", "measured", "model_before", "err", "model_after", "err");
@@ -304,8 +298,10 @@ void print_overlap_pairs(const std::vector<planner::OverlapPair>& pairs, bool fi
 }
 
 int run_check_partitions(const HwFlags& flags, const hardware::GpuSpec& gpu) {
-  const auto [measured, measured_on] = read_partitions(flags);
-  const planner::OverlapCheck check = planner::check_overlap(gpu, measured);
+  const std::vector<calibrate::MeasuredPartition> measured = read_partitions(flags);
+  std::set<std::string> measured_on;
+  for (const calibrate::MeasuredPartition& m : measured) measured_on.insert(m.measured_on);
+  const calibrate::OverlapCheck check = calibrate::check_overlap(gpu, measured);
   fmt::print("Overlap check of {} (compute {:.4f}x, collective {:.4f}x slower while both run) against {} overlapped "
              "knob(s) measured with their sequential knob at the same clock ({}): each knob's time over the "
              "sequential knob's, measured and on the model; nothing fitted\n",
@@ -330,7 +326,7 @@ int run_check(const HwFlags& flags) {
   if (flags.profiles.empty())
     throw InputError({"", 0, 0, "--profile"}, "give --profile (stage profiles), --plans or --partitions");
   const auto curves = read_profiles(flags.profiles);
-  const hardware::ShapeCheck check = hardware::check_shape(gpu, curves);
+  const calibrate::ShapeCheck check = calibrate::check_shape(gpu, curves);
   fmt::print(
       "Shape check of {} against {} measured curve(s): time and average power at each clock over "
       "their values at the curve's highest clock, model = the transformer stage model (a model, "
@@ -338,7 +334,7 @@ int run_check(const HwFlags& flags) {
       "a measurement); nothing fitted\n",
       gpu.name, curves.size());
   print_rows(check);
-  fmt::print("{}\n", hardware::summary_line(check.summary));
+  fmt::print("{}\n", calibrate::summary_line(check.summary));
   return 0;
 }
 
@@ -353,64 +349,54 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Fits the time scale of `gpu` to measured plans (planner::fit_time_scale) and records how in its
-// calibration, with the model's errors on every plan before (at scale 1) and after.
-// Returns the summary line of the plans under the fitted scale.
-std::string fit_time_scale(const HwFlags& flags, hardware::GpuSpec& gpu, const std::string& command) {
-  const std::vector<planner::ReferencePlan> plans = read_plans(flags);
-  const planner::PlannerOptions options = plan_options(flags);
-  gpu.time_scale = 1;
-  const planner::PlanCheck before = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), options, false);
-  const planner::TimeScaleFit fit = planner::fit_time_scale(before, 1);
-  gpu.time_scale = fit.time_scale;
-  const planner::PlanCheck after = planner::check_plans(plans, evaluate::make_simulated_evaluator(gpu), options, false);
-  if (gpu.calibration.is_null()) gpu.calibration = nlohmann::ordered_json::object();
-  gpu.calibration["time_scale"] = {
-      {"method",
-       "median over the plans of Megatron-LM and Perseus (which overlap nothing) of measured over model time, the "
-       "model at time scale 1; Nanobatching+Perseus plans are not fitted, only checked"},
-      {"plans", flags.plans},
-      {"engine", options.engine.name},
-      {"fitted_plans", fit.plans},
-      {"checked_plans", plans.size()},
-      {"time_err_median_pct_at_scale_1", 100 * before.time_err_median},
-      {"energy_err_median_pct_at_scale_1", 100 * before.energy_err_median},
-      {"time_err_median_pct", 100 * after.time_err_median},
-      {"energy_err_median_pct", 100 * after.energy_err_median},
-      {"command", command}};
-  fmt::print("Fitted the time scale of {} to {} measured plan(s) of methods without overlap: {:.4f}\n", gpu.name,
-             fit.plans, fit.time_scale);
-  fmt::print("  all {} plans at scale 1: {}\n", plans.size(), planner::summary_line(before));
-  return planner::summary_line(after);
+void print_fit(const calibrate::GpuFit& fit, std::size_t curves, std::size_t plans) {
+  if (fit.power) {
+    const hardware::PowerModel& p = fit.power->gpu.power;
+    fmt::print("Fitted the power model of {} to {} measured curve(s) ({} model evaluations)\n", fit.gpu.name, curves,
+               fit.power->evaluations);
+    fmt::print("  knee {:g} MHz, V_min {:g} V, V_max {:g} V, C_compute {:g} nF, C_idle {:g} nF, C_copy {:g} nF\n",
+               p.knee_clock_mhz, p.v_min_v, p.v_max_v, p.compute_capacitance_nf, p.idle_sm_capacitance_nf,
+               p.copy_capacitance_nf);
+  }
+  if (fit.time_scale) {
+    fmt::print("Fitted the time scale of {} to {} measured plan(s) of methods without overlap: {:.4f}\n", fit.gpu.name,
+               fit.time_scale->fit.plans, fit.time_scale->fit.time_scale);
+    fmt::print("  all {} plans at scale 1: {}\n", plans, calibrate::summary_line(fit.time_scale->at_scale_1));
+  }
+  if (fit.overlap) {
+    const calibrate::OverlapFit& o = *fit.overlap;
+    fmt::print("Fitted overlap's interference on {} to {} overlapped knob(s) measured with their sequential knob at the "
+               "same clock ({}; {} model evaluations)\n",
+               fit.gpu.name, o.pairs.size(), fmt::join(fit.measured_on, "; "), o.evaluations);
+    fmt::print("  compute {:.4f}x slower beside a moving collective, the collective {:.4f}x slower beside compute\n",
+               o.compute_slowdown, o.collective_slowdown);
+    print_overlap_pairs(o.pairs, true);
+  }
 }
 
-// Fits overlap's interference factors of `gpu` to partitions measured by kareus profile
-// (planner::fit_overlap), prints each knob pair and records the fit in its calibration.
-// Returns the summary line of the ratios under the fitted factors.
-std::string fit_overlap(const HwFlags& flags, hardware::GpuSpec& gpu, const std::string& command) {
-  const auto [measured, measured_on] = read_partitions(flags);
-  const planner::OverlapFit fit = planner::fit_overlap(gpu, measured);
-  fmt::print("Fitted overlap's interference on {} to {} overlapped knob(s) measured with their sequential knob at the "
-             "same clock ({}; {} model evaluations)\n",
-             gpu.name, fit.pairs.size(), fmt::join(measured_on, "; "), fit.evaluations);
-  fmt::print("  compute {:.4f}x slower beside a moving collective, the collective {:.4f}x slower beside compute\n",
-             fit.compute_slowdown, fit.collective_slowdown);
-  print_overlap_pairs(fit.pairs, true);
-  gpu.overlap_compute_slowdown = fit.compute_slowdown;
-  gpu.overlap_collective_slowdown = fit.collective_slowdown;
-  if (gpu.calibration.is_null()) gpu.calibration = nlohmann::ordered_json::object();
-  gpu.calibration["overlap"] = {
-      {"method",
-       "least squared log error of each overlapped knob's measured time over its partition's sequential knob at the "
-       "same clock, against the model's same ratio; both factors in [1, 4]"},
-      {"partitions", flags.partitions},
-      {"measured_on", std::vector<std::string>(measured_on.begin(), measured_on.end())},
-      {"pairs", fit.pairs.size()},
-      {"ratio_err_median_pct_before", 100 * fit.err_median_before},
-      {"ratio_err_median_pct", 100 * fit.err_median_after},
-      {"command", command}};
-  return fmt::format("ratio_err_median={:.2f} (before {:.2f})", 100 * fit.err_median_after,
-                     100 * fit.err_median_before);
+// The summary lines, printed last, as hw check prints them.
+std::vector<std::string> fit_summaries(const calibrate::GpuFit& fit) {
+  std::vector<std::string> lines;
+  if (fit.power) lines.push_back(calibrate::summary_line(fit.power->check.summary));
+  if (fit.time_scale) lines.push_back(calibrate::summary_line(fit.time_scale->fitted));
+  if (fit.overlap) {
+    lines.push_back(fmt::format("ratio_err_median={:.2f} (before {:.2f})", 100 * fit.overlap->err_median_after,
+                                100 * fit.overlap->err_median_before));
+  }
+  return lines;
+}
+
+// The command that made a GPU file, recorded in its calibration.
+std::string fit_command(const HwFlags& flags) {
+  std::string command = "kareus hw fit --base-gpu " + shell_quote(flags.base_gpu);
+  for (const auto& p : flags.profiles) command += " --profile " + shell_quote(p);
+  for (const auto& p : flags.plans) command += " --plans " + shell_quote(p);
+  for (const auto& p : flags.partitions) command += " --partitions " + shell_quote(p);
+  if (!flags.plan_clocks.empty()) command += " --plan-clocks " + shell_quote(flags.plan_clocks);
+  if (!flags.name.empty()) command += " --name " + shell_quote(flags.name);
+  if (!flags.display_name.empty()) command += " --display-name " + shell_quote(flags.display_name);
+  if (!flags.source.empty()) command += " --source " + shell_quote(flags.source);
+  return command + " --out " + shell_quote(flags.out);
 }
 
 // hw fit --engine-trace: an engine file, not a GPU file; the fits of a GPU do not combine with it.
@@ -442,63 +428,21 @@ int run_fit_engine(const HwFlags& flags) {
 int run_fit(const HwFlags& flags) {
   if (!flags.engine_trace.empty()) return run_fit_engine(flags);
   if (flags.base_gpu.empty()) throw InputError({"", 0, 0, "--base-gpu"}, "is required to fit a GPU file");
-  if (flags.profiles.empty() && flags.plans.empty() && flags.partitions.empty()) {
-    throw InputError({"", 0, 0, "--profile"},
-                     "give --profile (to fit the power model), --plans (the time scale), --partitions (overlap's "
-                     "interference) or several");
-  }
-  hardware::GpuSpec gpu = hardware::load_gpu(flags.base_gpu);
-  std::string command = "kareus hw fit --base-gpu " + shell_quote(flags.base_gpu);
-  for (const auto& p : flags.profiles) command += " --profile " + shell_quote(p);
-  for (const auto& p : flags.plans) command += " --plans " + shell_quote(p);
-  for (const auto& p : flags.partitions) command += " --partitions " + shell_quote(p);
-  if (!flags.plan_clocks.empty()) command += " --plan-clocks " + shell_quote(flags.plan_clocks);
-  if (!flags.name.empty()) command += " --name " + shell_quote(flags.name);
-  if (!flags.display_name.empty()) command += " --display-name " + shell_quote(flags.display_name);
-  if (!flags.source.empty()) command += " --source " + shell_quote(flags.source);
-  command += " --out " + shell_quote(flags.out);
-
-  std::vector<std::string> summaries;  // printed last, as hw check prints them
-  if (!flags.profiles.empty()) {
-    const auto curves = read_profiles(flags.profiles);
-    // The power fit compares shapes: the time scale, the overlap factors and their records stay.
-    const double time_scale = gpu.time_scale;
-    const double overlap_compute = gpu.overlap_compute_slowdown, overlap_collective = gpu.overlap_collective_slowdown;
-    auto record = [&](const char* key) {
-      return gpu.calibration.is_object() ? gpu.calibration.value(key, nlohmann::ordered_json())
-                                         : nlohmann::ordered_json();
-    };
-    const auto time_scale_record = record("time_scale"), overlap_record = record("overlap");
-    hardware::FitResult fit = hardware::fit_power_model(gpu, curves);
-    const hardware::PowerModel& p = fit.gpu.power;
-    fmt::print("Fitted the power model of {} to {} measured curve(s) ({} model evaluations)\n", gpu.name,
-               curves.size(), fit.evaluations);
-    fmt::print(
-        "  knee {:g} MHz, V_min {:g} V, V_max {:g} V, C_compute {:g} nF, C_idle {:g} nF, C_copy {:g} "
-        "nF\n",
-        p.knee_clock_mhz, p.v_min_v, p.v_max_v, p.compute_capacitance_nf, p.idle_sm_capacitance_nf,
-        p.copy_capacitance_nf);
-    summaries.push_back(hardware::summary_line(fit.check.summary));
-    gpu = std::move(fit.gpu);
-    gpu.time_scale = time_scale;
-    gpu.overlap_compute_slowdown = overlap_compute;
-    gpu.overlap_collective_slowdown = overlap_collective;
-    gpu.calibration["command"] = command;
-    if (!time_scale_record.is_null()) gpu.calibration["time_scale"] = time_scale_record;
-    if (!overlap_record.is_null()) gpu.calibration["overlap"] = overlap_record;
-  }
-  // After the power fit: where the power limit throttles, a plan's time depends on the power model.
-  if (!flags.plans.empty()) summaries.push_back(fit_time_scale(flags, gpu, command));
-  // A ratio at one clock: the time scale cancels in it; the power model does not (the limit).
-  if (!flags.partitions.empty()) summaries.push_back(fit_overlap(flags, gpu, command));
-
-  if (!flags.name.empty()) gpu.name = flags.name;
-  if (!flags.display_name.empty()) gpu.display_name = flags.display_name;
-  if (!flags.source.empty()) gpu.source = flags.source;
-  hardware::validate(gpu, flags.out);
-  write_file_atomic(flags.out, hardware::to_json(gpu).dump(2) + "\n");
+  calibrate::GpuFitRequest request;
+  request.command = fit_command(flags);
+  if (!flags.profiles.empty()) request.profiles = read_profiles(flags.profiles);
+  if (!flags.plans.empty()) request.plans = read_plans(flags), request.plan_files = flags.plans;
+  if (!flags.partitions.empty()) request.partitions = read_partitions(flags), request.partition_dirs = flags.partitions;
+  request.plan_options = plan_options(flags);
+  calibrate::GpuFit fit = calibrate::fit_gpu(hardware::load_gpu(flags.base_gpu), request);
+  print_fit(fit, request.profiles.size(), request.plans.size());
+  if (!flags.name.empty()) fit.gpu.name = flags.name;
+  if (!flags.display_name.empty()) fit.gpu.display_name = flags.display_name;
+  if (!flags.source.empty()) fit.gpu.source = flags.source;
+  hardware::validate(fit.gpu, flags.out);
+  write_file_atomic(flags.out, hardware::to_json(fit.gpu).dump(2) + "\n");
   fmt::print("Wrote {}\n", flags.out);
-  for (const std::string& line : summaries) fmt::print("{}\n", line);
+  for (const std::string& line : fit_summaries(fit)) fmt::print("{}\n", line);
   return 0;
 }
 

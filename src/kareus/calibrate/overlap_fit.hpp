@@ -26,7 +26,7 @@
 #include "kareus/search/measurement.hpp"
 #include "kareus/workload/partition.hpp"
 
-namespace kareus::planner {
+namespace kareus::calibrate {
 
 struct MeasuredPartition {
   std::string source;  // the journal it came from
@@ -72,4 +72,4 @@ OverlapCheck check_overlap(const hardware::GpuSpec& gpu, std::span<const Measure
 // is the model at the base's factors. InputError when there is no pair.
 OverlapFit fit_overlap(const hardware::GpuSpec& base, std::span<const MeasuredPartition> measured);
 
-}  // namespace kareus::planner
+}  // namespace kareus::calibrate

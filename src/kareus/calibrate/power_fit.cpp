@@ -1,4 +1,4 @@
-#include "kareus/hardware/calibration.hpp"
+#include "kareus/calibrate/power_fit.hpp"
 
 #include <fmt/format.h>
 
@@ -14,13 +14,13 @@
 #include "kareus/core/median.hpp"
 #include "kareus/hardware/stage_model.hpp"
 
-namespace kareus::hardware {
+namespace kareus::calibrate {
 namespace {
 
 // Model time and power at every clock the curves use, evaluated once per clock.
-std::map<double, StageSample> model_samples(const GpuSpec& gpu,
+std::map<double, hardware::StageSample> model_samples(const GpuSpec& gpu,
                                             std::span<const ProfileCurve> curves) {
-  std::map<double, StageSample> samples;
+  std::map<double, hardware::StageSample> samples;
   for (const ProfileCurve& curve : curves) {
     for (double f : curve.freq_mhz) {
       if (!samples.contains(f)) samples.emplace(f, model_transformer_stage(gpu, f));
@@ -90,7 +90,7 @@ struct FitSpace {
     auto r = [&](double v) { return round ? round6(v) : v; };
     GpuSpec gpu = base;
     gpu.power_limit_w = 0;
-    PowerModel& p = gpu.power;
+    hardware::PowerModel& p = gpu.power;
     const double copy_ratio = base.power.copy_capacitance_nf / base.power.compute_capacitance_nf;
     const double idle_ratio = kIdleRatioLo + x[2] * (kIdleRatioHi - kIdleRatioLo);
     p.knee_clock_mhz = r(knee_lo_mhz + x[0] * (knee_hi_mhz - knee_lo_mhz));
@@ -213,9 +213,9 @@ ShapeCheck check_shape(const GpuSpec& gpu, std::span<const ProfileCurve> curves)
   const auto samples = model_samples(gpu, curves);
   ShapeCheck check;
   for (const ProfileCurve& c : curves) {
-    const StageSample& top = samples.at(c.freq_mhz.back());
+    const hardware::StageSample& top = samples.at(c.freq_mhz.back());
     for (std::size_t i = 0; i < c.freq_mhz.size(); ++i) {
-      const StageSample& s = samples.at(c.freq_mhz[i]);
+      const hardware::StageSample& s = samples.at(c.freq_mhz[i]);
       check.rows.push_back({c.source, c.stage, c.instruction, c.freq_mhz[i],
                             c.time_s[i] / c.time_s.back(), s.time_rel / top.time_rel,
                             c.power_w[i] / c.power_w.back(), s.power_w / top.power_w});
@@ -305,4 +305,4 @@ FitResult fit_power_model(const GpuSpec& base, std::span<const ProfileCurve> cur
   return result;
 }
 
-}  // namespace kareus::hardware
+}  // namespace kareus::calibrate

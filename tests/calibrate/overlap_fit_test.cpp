@@ -2,7 +2,7 @@
 // factors produced. Whatever the factors (within the fit's box), the fit explains the measured
 // ratios and finds the factors; it compares ratios at one clock, so a cluster whose kernels are
 // uniformly slower than the model (a time scale) changes nothing.
-#include "kareus/planner/overlap_fit.hpp"
+#include "kareus/calibrate/overlap_fit.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -12,7 +12,7 @@
 #include "kareus/workload/model.hpp"
 #include "kareus/workload/parallel.hpp"
 
-namespace kareus::planner {
+namespace kareus::calibrate {
 namespace {
 
 const std::vector<workload::Partition>& tp8_partitions() {
@@ -85,4 +85,4 @@ TEST(OverlapFit, NeedsAnOverlappedKnobWithASequentialOneAtItsClock) {
 }
 
 }  // namespace
-}  // namespace kareus::planner
+}  // namespace kareus::calibrate

@@ -1,4 +1,4 @@
-#include "kareus/planner/plan_check.hpp"
+#include "kareus/calibrate/plan_check.hpp"
 
 #include <fmt/format.h>
 
@@ -12,14 +12,14 @@
 #include "kareus/core/median.hpp"
 #include "kareus/plan/validate.hpp"
 
-namespace kareus::planner {
+namespace kareus::calibrate {
 namespace {
 
 using pipeline::InstructionType;
 
 Method parse_method(const CsvTable& t, std::size_t row, std::size_t col) {
   const std::string& text = t.text(row, col);
-  for (Method m : kAllMethods) {
+  for (Method m : planner::kAllMethods) {
     if (text == to_string(m) && m != Method::kKareus) return m;
   }
   t.fail(row, col, fmt::format("method '{}' is not Megatron-LM, Perseus or Nanobatching+Perseus", text));
@@ -122,7 +122,7 @@ std::vector<ReferencePlan> read_artifact_plans(const std::filesystem::path& plan
 
   // The artifact's plans come from the Kareus evaluation: a plan of one of its configurations
   // runs with that configuration's training settings (its hidden dropout).
-  const std::vector<Job> evaluation = evaluation_configs();
+  const std::vector<Job> evaluation = planner::evaluation_configs();
   std::vector<ReferencePlan> out;
   for (const Key& key : order) {
     ReferencePlan plan = std::move(by_key.at(key));
@@ -174,16 +174,16 @@ std::vector<ReferencePlan> read_kareus_plans(const std::filesystem::path& path) 
     const std::string job_name = p.source.is_object() ? p.source.value("job", "") : "";
     ReferencePlan plan;
     plan.source = where;
-    auto m = std::find_if(std::begin(kAllMethods), std::end(kAllMethods),
+    auto m = std::find_if(std::begin(planner::kAllMethods), std::end(planner::kAllMethods),
                           [&](Method x) { return to_string(x) == method_name && x != Method::kKareus; });
-    if (m == std::end(kAllMethods)) {
+    if (m == std::end(planner::kAllMethods)) {
       throw InputError({where, 0, 0, "source.method"},
                        fmt::format("method '{}': only Megatron-LM, Perseus and Nanobatching+Perseus plans are checked "
                                    "(a Kareus plan's knobs differ per partition)",
                                    method_name));
     }
     plan.method = *m;
-    plan.job = evaluation_config(job_name);
+    plan.job = planner::evaluation_config(job_name);
     plan.job.parallel.microbatches = p.num_microbatches;
     plan.job.parallel = workload::validated(plan.job.model, plan.job.parallel);
     plan.label = fmt::format("{} {}", job_name, i);
@@ -271,7 +271,7 @@ PlanCheck check_plans(const std::vector<ReferencePlan>& plans, const evaluate::E
   if (frontiers) {
     for (const auto& [group, plan] : fastest) {
       if (group.first == Method::kMegatron) continue;
-      MethodResult result = run_method(group.first, plan->job, evaluator, options);
+      planner::MethodResult result = run_method(group.first, plan->job, evaluator, options);
       check.frontiers.push_back({group.first, group.second, plan->time_s, plan->energy_j,
                                  result.frontier.front().time_s, result.frontier.front().energy_j});
     }
@@ -299,4 +299,4 @@ TimeScaleFit fit_time_scale(const PlanCheck& check, double checked_time_scale) {
   return {checked_time_scale * median(ratios), ratios.size()};
 }
 
-}  // namespace kareus::planner
+}  // namespace kareus::calibrate

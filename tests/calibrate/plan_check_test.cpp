@@ -1,7 +1,7 @@
 // Measured plans on an evaluator: the artifact's files read whole, bad rows named by file:line, and
 // a plan's model time and energy checked against the planner's own frontier for a plan it can
 // also make (every instruction at the highest clock is Megatron-LM's plan).
-#include "kareus/planner/plan_check.hpp"
+#include "kareus/calibrate/plan_check.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -12,7 +12,7 @@
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/simulated.hpp"
 
-namespace kareus::planner {
+namespace kareus::calibrate {
 namespace {
 
 const std::filesystem::path kData = std::filesystem::path(KAREUS_DATA_DIR) / "kareus-osdi26";
@@ -48,7 +48,7 @@ TEST(ArtifactPlans, AllClocksAtTheTopIsMegatronsPlan) {
     for (auto& stage : top.stages)
       for (auto& c : stage) c.freq_mhz = 1410;
     PlanCheck check = check_plans({top}, evaluator, {}, false);
-    MethodResult megatron = run_method(Method::kMegatron, top.job, evaluator, {});
+    planner::MethodResult megatron = run_method(Method::kMegatron, top.job, evaluator, {});
     ASSERT_EQ(check.rows.size(), 1u);
     EXPECT_NEAR(check.rows[0].model_time_s, megatron.frontier.front().time_s, 1e-9) << top.label;
     EXPECT_NEAR(check.rows[0].model_energy_j, megatron.frontier.front().energy_j, 1e-6) << top.label;
@@ -188,4 +188,4 @@ TEST(ArtifactPlans, BadRowsAreNamedByFileAndLine) {
 }
 
 }  // namespace
-}  // namespace kareus::planner
+}  // namespace kareus::calibrate

@@ -26,7 +26,9 @@
 
 #include "kareus/hardware/gpu.hpp"
 
-namespace kareus::hardware {
+namespace kareus::calibrate {
+
+using hardware::GpuSpec;
 
 // One (stage, instruction) of a measured profile, clocks ascending.
 struct ProfileCurve {
@@ -84,4 +86,4 @@ struct FitResult {
 // randomness). InputError when the measured power leaves no room for dynamic power.
 FitResult fit_power_model(const GpuSpec& base, std::span<const ProfileCurve> curves);
 
-}  // namespace kareus::hardware
+}  // namespace kareus::calibrate

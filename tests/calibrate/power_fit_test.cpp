@@ -1,6 +1,6 @@
 // The A100 preset against the measured A100 stage profiles (the figure that matters), the fit that
 // produced it, and bad profile input.
-#include "kareus/hardware/calibration.hpp"
+#include "kareus/calibrate/power_fit.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "kareus/core/error.hpp"
 
-namespace kareus::hardware {
+namespace kareus::calibrate {
 namespace {
 
 const std::string kProfiles = std::string(KAREUS_DATA_DIR) + "/perseus-sosp24/stage_profile/";
@@ -45,7 +45,7 @@ TEST(StageProfile, ReadsEveryStageAndInstruction) {
 // the same function `kareus hw check` prints, on the preset of Perseus's boards (500 W: they ran
 // these profiles unthrottled).
 TEST(A100Calibration, ShapesFollowTheMeasuredProfiles) {
-  const ShapeCheck check = check_shape(load_gpu_preset("a100-sxm4-80gb"), a100_curves());
+  const ShapeCheck check = check_shape(hardware::load_gpu_preset("a100-sxm4-80gb"), a100_curves());
   const ShapeSummary& s = check.summary;
   EXPECT_EQ(s.points, 2u * 16 * 38);
   EXPECT_LE(s.time_err_median, 0.05) << summary_line(s);
@@ -58,7 +58,7 @@ TEST(A100Calibration, ShapesFollowTheMeasuredProfiles) {
 
 // The 400 W board of the Kareus cluster, same silicon: locked at the top clocks it throttles.
 TEST(A100Calibration, The40GbBoardThrottlesWherePerseussBoardsDidNot) {
-  const ShapeCheck check = check_shape(load_gpu_preset("a100-sxm4-40gb"), a100_curves());
+  const ShapeCheck check = check_shape(hardware::load_gpu_preset("a100-sxm4-40gb"), a100_curves());
   EXPECT_GT(check.summary.power_err_max, 0.10) << summary_line(check.summary);
 }
 
@@ -67,9 +67,9 @@ INSTANTIATE_TEST_SUITE_P(Both, A100Presets, ::testing::Values("a100-sxm4-40gb", 
                          [](const auto& p) { return p.param == "a100-sxm4-40gb" ? std::string("forty") : std::string("eighty"); });
 
 TEST_P(A100Presets, ThePresetsNumbersAreWhatTheFitProduces) {
-  const GpuSpec preset = load_gpu_preset(GetParam());
+  const GpuSpec preset = hardware::load_gpu_preset(GetParam());
   const FitResult fit = fit_power_model(preset, a100_curves());
-  const PowerModel &got = fit.gpu.power, &want = preset.power;
+  const hardware::PowerModel &got = fit.gpu.power, &want = preset.power;
   auto near = [](double a, double b) { return std::abs(a - b) <= 1e-4 * std::abs(b); };
   EXPECT_TRUE(near(got.knee_clock_mhz, want.knee_clock_mhz)) << got.knee_clock_mhz;
   EXPECT_TRUE(near(got.v_min_v, want.v_min_v)) << got.v_min_v;
@@ -87,7 +87,7 @@ TEST_P(A100Presets, ThePresetsNumbersAreWhatTheFitProduces) {
 }
 
 TEST(A100Calibration, FitIsIndependentOfTheStartingPowerModel) {
-  GpuSpec base = load_gpu_preset("a100-sxm4-40gb");
+  GpuSpec base = hardware::load_gpu_preset("a100-sxm4-40gb");
   const FitResult reference = fit_power_model(base, a100_curves());
   base.power.knee_clock_mhz = 400;
   base.power.v_min_v = 0.9;
@@ -99,7 +99,7 @@ TEST(A100Calibration, FitIsIndependentOfTheStartingPowerModel) {
 
 TEST(A100Calibration, FittingAShiftedProfileMovesTheKnee) {
   // Stretch the measured clocks by 10%: the fitted knee follows, showing the fit reads the data.
-  GpuSpec base = load_gpu_preset("a100-sxm4-40gb");
+  GpuSpec base = hardware::load_gpu_preset("a100-sxm4-40gb");
   auto curves = a100_curves();
   const double knee = fit_power_model(base, curves).gpu.power.knee_clock_mhz;
   for (auto& c : curves) {
@@ -121,7 +121,7 @@ class BadProfile : public ::testing::Test {
     std::ofstream(path) << csv;
     try {
       auto curves = read_stage_profile(path);
-      check_shape(load_gpu_preset("a40"), curves);
+      check_shape(hardware::load_gpu_preset("a40"), curves);
     } catch (const InputError& e) {
       return e.what();
     }
@@ -160,4 +160,4 @@ TEST_F(BadProfile, ClockAboveTheGpusMax) {
 }
 
 }  // namespace
-}  // namespace kareus::hardware
+}  // namespace kareus::calibrate

@@ -22,7 +22,11 @@
 
 #include "kareus/planner/planner.hpp"
 
-namespace kareus::planner {
+namespace kareus::calibrate {
+
+using planner::Job;
+using planner::Method;
+using planner::PlannerOptions;
 
 struct PlannedClock {
   pipeline::InstructionType type = pipeline::InstructionType::kForward;
@@ -116,4 +120,4 @@ struct TimeScaleFit {
 // InputError when `check` holds no plan of those methods.
 TimeScaleFit fit_time_scale(const PlanCheck& check, double checked_time_scale);
 
-}  // namespace kareus::planner
+}  // namespace kareus::calibrate

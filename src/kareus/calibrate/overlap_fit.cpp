@@ -1,4 +1,4 @@
-#include "kareus/planner/overlap_fit.hpp"
+#include "kareus/calibrate/overlap_fit.hpp"
 
 #include <fmt/format.h>
 #include <nlopt.hpp>
@@ -14,7 +14,7 @@
 #include "kareus/workload/model.hpp"
 #include "kareus/workload/parallel.hpp"
 
-namespace kareus::planner {
+namespace kareus::calibrate {
 namespace {
 
 constexpr double kMaxSlowdown = 4;  // above any public measurement (about 2x): the box's top
@@ -206,4 +206,4 @@ OverlapFit fit_overlap(const hardware::GpuSpec& base, std::span<const MeasuredPa
   return fit;
 }
 
-}  // namespace kareus::planner
+}  // namespace kareus::calibrate
