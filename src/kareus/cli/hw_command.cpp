@@ -81,8 +81,7 @@ hardware::GpuSpec load_limited(const HwFlags& flags) {
   return gpu;
 }
 
-int run_show(const HwFlags& flags) {
-  const hardware::GpuSpec gpu = load_limited(flags);
+void print_spec(const hardware::GpuSpec& gpu) {
   const hardware::PowerModel& p = gpu.power;
   fmt::print("{} ({})\n", gpu.display_name, gpu.name);
   fmt::print("  {:<18} {}\n", "SMs", gpu.sms);
@@ -121,31 +120,36 @@ int run_show(const HwFlags& flags) {
   fmt::print("  {:<18} HBM {:g} pJ/B, NVLink {:g} pJ/B\n", "traffic energy", p.hbm_pj_per_byte,
              p.nvlink_pj_per_byte);
   fmt::print("  {:<18} {}\n", "source", gpu.source);
-  if (!gpu.calibration.is_null()) {
-    const auto& c = gpu.calibration;
-    fmt::print(
-        "  {:<18} {} points; time error median {:.2f}% max {:.2f}%, power error median {:.2f}% max "
-        "{:.2f}%\n",
-        "calibration", c.value("points", 0), c.value("time_err_median_pct", 0.0),
-        c.value("time_err_max_pct", 0.0), c.value("power_err_median_pct", 0.0),
-        c.value("power_err_max_pct", 0.0));
-    if (c.contains("time_scale")) {
-      const auto& t = c.at("time_scale");
-      fmt::print("  {:<18} time scale from {} measured plans without overlap ({} checked); median error on all, time "
-                 "{:.2f}% energy {:.2f}% (at scale 1: {:.2f}% and {:.2f}%)\n",
-                 "", t.value("fitted_plans", 0), t.value("checked_plans", 0), t.value("time_err_median_pct", 0.0),
-                 t.value("energy_err_median_pct", 0.0), t.value("time_err_median_pct_at_scale_1", 0.0),
-                 t.value("energy_err_median_pct_at_scale_1", 0.0));
-    }
-    if (c.contains("overlap")) {
-      const auto& o = c.at("overlap");
-      fmt::print("  {:<18} overlap from {} measured knob pairs (overlapped over sequential time at one clock); "
-                 "median error of that ratio {:.2f}% (before: {:.2f}%)\n",
-                 "", o.value("pairs", 0), o.value("ratio_err_median_pct", 0.0),
-                 o.value("ratio_err_median_pct_before", 0.0));
-    }
-  }
+}
 
+// What the preset's calibration records: the power fit's errors, the time scale's, overlap's.
+void print_calibration(const nlohmann::ordered_json& c) {
+  if (c.is_null()) return;
+  fmt::print(
+      "  {:<18} {} points; time error median {:.2f}% max {:.2f}%, power error median {:.2f}% max "
+      "{:.2f}%\n",
+      "calibration", c.value("points", 0), c.value("time_err_median_pct", 0.0),
+      c.value("time_err_max_pct", 0.0), c.value("power_err_median_pct", 0.0),
+      c.value("power_err_max_pct", 0.0));
+  if (c.contains("time_scale")) {
+    const auto& t = c.at("time_scale");
+    fmt::print("  {:<18} time scale from {} measured plans without overlap ({} checked); median error on all, time "
+               "{:.2f}% energy {:.2f}% (at scale 1: {:.2f}% and {:.2f}%)\n",
+               "", t.value("fitted_plans", 0), t.value("checked_plans", 0), t.value("time_err_median_pct", 0.0),
+               t.value("energy_err_median_pct", 0.0), t.value("time_err_median_pct_at_scale_1", 0.0),
+               t.value("energy_err_median_pct_at_scale_1", 0.0));
+  }
+  if (c.contains("overlap")) {
+    const auto& o = c.at("overlap");
+    fmt::print("  {:<18} overlap from {} measured knob pairs (overlapped over sequential time at one clock); "
+               "median error of that ratio {:.2f}% (before: {:.2f}%)\n",
+               "", o.value("pairs", 0), o.value("ratio_err_median_pct", 0.0),
+               o.value("ratio_err_median_pct_before", 0.0));
+  }
+}
+
+// The model's power and stage time at a handful of clocks.
+void print_model_curves(const hardware::GpuSpec& gpu) {
   fmt::print("\nModel curves (a model, not a measurement; power of one GPU)\n");
   fmt::print(
       "  full load: every SM at GEMM peak, HBM at full bandwidth; stage: the model's transformer "
@@ -160,6 +164,13 @@ int run_show(const HwFlags& flags) {
                hardware::power_w(gpu, f, hardware::full_load_activity(gpu)), stage.power_w,
                stage.time_rel / top_time);
   }
+}
+
+int run_show(const HwFlags& flags) {
+  const hardware::GpuSpec gpu = load_limited(flags);
+  print_spec(gpu);
+  print_calibration(gpu.calibration);
+  print_model_curves(gpu);
   return 0;
 }
 
@@ -185,7 +196,7 @@ void print_rows(const calibrate::ShapeCheck& check) {
   }
 }
 
-// What kind of work the model misses, per frontier (planner::MissingWork).
+// What kind of work the model misses, per frontier (calibrate::MissingWork).
 void print_missing_power(const calibrate::PlanCheck& check, const hardware::GpuSpec& gpu) {
   if (check.missing.empty()) return;
   fmt::print("\nWhat the model misses: measured minus model time, and the power of that time (energy over time, per "
