@@ -43,7 +43,8 @@ void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<w
   auto say = [](const std::string& line) { std::fprintf(stderr, "kareus: %s\n", line.c_str()); };
   const auto knobs = table->knobs_by_partition();
   for (const auto& [key, list] : knobs) {
-    auto p = std::find_if(partitions.begin(), partitions.end(), [&](const auto& q) { return q.key == key; });
+    // An init-capture: clang before 16 cannot capture a structured binding.
+    auto p = std::find_if(partitions.begin(), partitions.end(), [&key = key](const auto& q) { return q.key == key; });
     if (p == partitions.end()) {
       say(fmt::format("{}: {} knobs measured of {}, which this job does not run", evaluator.name(), list.size(), key));
       continue;

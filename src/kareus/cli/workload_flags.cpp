@@ -100,7 +100,9 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
       auto it = flags.options.find(key);
       return it != flags.options.end() && it->second && it->second->count() > 0;
     };
-    for (const auto& [raw_key, value] : doc.items()) {
+    for (const auto& item : doc.items()) {  // not a structured binding: clang before 16 cannot capture one
+      const std::string& raw_key = item.key();
+      const nlohmann::json& value = item.value();
       const std::string key = normalized(raw_key);
       const InputLocation where{f.config, 0, 0, raw_key};
       if (std::find(extra_keys.begin(), extra_keys.end(), raw_key) != extra_keys.end()) {
