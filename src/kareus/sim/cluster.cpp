@@ -25,6 +25,12 @@ double positive(const nlohmann::json& doc, const std::string& key, const std::st
   return value;
 }
 
+std::string text(const nlohmann::json& doc, const std::string& key, const std::string& fallback, const std::string& file) {
+  if (!doc.contains(key)) return fallback;
+  if (!doc.at(key).is_string()) throw InputError({file, 0, 0, key}, "expected a string");
+  return doc.at(key).get<std::string>();
+}
+
 Link parse_link(const nlohmann::json& doc, const std::string& key, const std::string& file) {
   if (!doc.contains(key) || !doc.at(key).is_object()) throw InputError({file, 0, 0, key}, "expected an object");
   const auto& link = doc.at(key);
@@ -67,11 +73,13 @@ ClusterSpec load_cluster_preset(std::string_view name_or_path) {
   const nlohmann::json doc = read_json_file(path);
   if (!doc.is_object()) throw InputError({file, 0, 0, ""}, "expected an object");
   ClusterSpec spec;
-  spec.name = doc.value("name", path.stem().string());
-  spec.display_name = doc.value("display_name", spec.name);
-  spec.source = doc.value("source", "");
+  spec.name = text(doc, "name", path.stem().string(), file);
+  spec.display_name = text(doc, "display_name", spec.name, file);
+  spec.source = text(doc, "source", "", file);
   const double gpus = positive(doc, "gpus_per_node", "", file, false);
-  if (gpus != std::floor(gpus)) throw InputError({file, 0, 0, "gpus_per_node"}, "expected an integer");
+  if (gpus != std::floor(gpus) || gpus > 1e6) {
+    throw InputError({file, 0, 0, "gpus_per_node"}, "expected an integer of at most a million");
+  }
   spec.gpus_per_node = static_cast<int>(gpus);
   spec.intra_node = parse_link(doc, "intra_node", file);
   spec.inter_node = parse_link(doc, "inter_node", file);
