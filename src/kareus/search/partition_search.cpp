@@ -24,9 +24,15 @@ std::vector<double> grid_clocks_mhz(const hardware::GpuSpec& gpu, const GridOpti
   if (!(grid.clock_step_mhz > 0) || !(grid.min_clock_mhz <= grid.max_clock_mhz)) {
     throw InputError({"", 0, 0, "--clocks"}, "expected LO:HI:STEP with LO <= HI and STEP > 0");
   }
+  // By index, bounded: a step so small that LO + STEP rounds to LO would else never end.
+  const double steps = std::floor((grid.max_clock_mhz - grid.min_clock_mhz + 1e-9) / grid.clock_step_mhz);
+  if (!(steps < 1e6)) {
+    throw InputError({"", 0, 0, "--clocks"}, fmt::format("a step of {} MHz from {} to {} MHz gives more than a million clocks",
+                                                         grid.clock_step_mhz, grid.min_clock_mhz, grid.max_clock_mhz));
+  }
   std::vector<double> clocks;
-  for (double f = grid.min_clock_mhz; f <= grid.max_clock_mhz + 1e-9; f += grid.clock_step_mhz) {
-    double snapped = gpu.nearest_clock_mhz(f);
+  for (long i = 0; i <= static_cast<long>(steps); ++i) {
+    double snapped = gpu.nearest_clock_mhz(grid.min_clock_mhz + static_cast<double>(i) * grid.clock_step_mhz);
     if (clocks.empty() || snapped > clocks.back()) clocks.push_back(snapped);
   }
   return clocks;
