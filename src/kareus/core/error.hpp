@@ -2,7 +2,8 @@
 //
 // InputError: the user's input is wrong (a file, a line, a field, a flag). The CLI prints it as one
 // line on stderr and exits with code 2.
-// DeviceError: a GPU or its driver refused or failed.
+// DeviceError: a GPU or its driver refused or failed (EnvironmentError: the machine, e.g. a full
+// disk).
 // InternalError: a broken invariant inside Kareus; a bug, never the user's fault.
 #pragma once
 
@@ -38,6 +39,15 @@ class InputError : public Error {
 class DeviceError : public Error {
  public:
   using Error::Error;
+};
+
+// The machine failed under Kareus in a way that no other knob or retry of the work fixes: a full
+// disk, a write or fsync refused, a GPU that is lost. A DeviceError, so that the CLI exits with
+// code 3 (device or environment), not as for a bug; evaluators and searches let it through, so
+// that it ends the run instead of failing one knob after another.
+class EnvironmentError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
 };
 
 class InternalError : public Error {

@@ -41,11 +41,11 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   std::filesystem::path parent = path.parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) throw Error(fmt::format("{}: cannot create directory: {}", parent.string(), ec.message()));
+  if (ec) throw EnvironmentError(fmt::format("{}: cannot create directory: {}", parent.string(), ec.message()));
   std::filesystem::path temp = path;
   temp += fmt::format(".tmp.{}", ::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(fmt::format("{}: cannot create: {}", temp.string(), std::strerror(errno)));
+  if (fd < 0) throw EnvironmentError(fmt::format("{}: cannot create: {}", temp.string(), std::strerror(errno)));
   const char* data = content.data();
   std::size_t left = content.size();
   while (left > 0) {
@@ -55,7 +55,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
       int saved = errno;
       ::close(fd);
       ::unlink(temp.c_str());
-      throw Error(fmt::format("{}: write failed: {}", path.string(), std::strerror(saved)));
+      throw EnvironmentError(fmt::format("{}: write failed: {}", path.string(), std::strerror(saved)));
     }
     data += n;
     left -= static_cast<std::size_t>(n);
@@ -63,12 +63,12 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int saved = errno;
     ::unlink(temp.c_str());
-    throw Error(fmt::format("{}: flush failed: {}", path.string(), std::strerror(saved)));
+    throw EnvironmentError(fmt::format("{}: flush failed: {}", path.string(), std::strerror(saved)));
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     int saved = errno;
     ::unlink(temp.c_str());
-    throw Error(fmt::format("{}: rename failed: {}", path.string(), std::strerror(saved)));
+    throw EnvironmentError(fmt::format("{}: rename failed: {}", path.string(), std::strerror(saved)));
   }
 }
 

@@ -16,8 +16,8 @@ std::string read_text_file(const std::filesystem::path& path);
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
 // Writes `content` to `path` atomically: a sibling temporary file is written, flushed, fsynced and
-// renamed over `path`. Creates missing parent directories. Throws Error on failure, leaving no
-// temporary file behind.
+// renamed over `path`. Creates missing parent directories. Throws EnvironmentError on failure (a
+// full disk, a directory it may not write), leaving no temporary file behind.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
 }  // namespace kareus

@@ -66,6 +66,10 @@ EvalResult Evaluator::evaluate(const workload::Partition& partition,
   } catch (const InputError&) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     throw;
+  } catch (const EnvironmentError&) {
+    // Not this knob's failure (a full disk, a lost GPU): the next knob would fail alike.
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    throw;
   } catch (const std::exception& e) {
     result = EvalResult::failure(EvalStatus::kFailed,
                                  fmt::format("{} evaluator failed: {}", impl_->name(), e.what()));

@@ -7,7 +7,8 @@
 //
 // Expected outcomes are values, not exceptions: a knob the table never measured, or a measurement
 // that failed, comes back as an EvalResult with a status and a message, so a search can record it
-// and move on.
+// and move on. An EnvironmentError (a full disk, a lost GPU: no knob would do better) is not a
+// knob's outcome, and passes through.
 //
 // An implementation that holds a finite set of knobs (a table) says which through known_knobs(), so
 // that a search asks only for those.
@@ -85,8 +86,8 @@ class Evaluator {
   Evaluator(Evaluator&& other) noexcept;  // carries the counters along
 
   // Checks the knob (InputError naming the field when it is outside the partition's space), calls
-  // the implementation, and turns an exception other than InputError, or a non-finite or negative
-  // result, into a kFailed result.
+  // the implementation, and turns an exception other than InputError or EnvironmentError, or a
+  // non-finite or negative result, into a kFailed result.
   EvalResult evaluate(const workload::Partition& partition, const workload::Knob& knob) const;
 
   std::string name() const { return impl_->name(); }

@@ -36,6 +36,8 @@ Measurement measure_one(const KnobSpace& space, const Proposal& p, const Measure
     throw;
   } catch (const InternalError&) {
     throw;
+  } catch (const EnvironmentError&) {
+    throw;  // the machine's, not the knob's: ends the search (the journal keeps what came before)
   } catch (const std::exception& e) {
     fail(e.what());
   }
