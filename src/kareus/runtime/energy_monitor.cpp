@@ -31,6 +31,7 @@ EnergyMonitor::EnergyMonitor(std::vector<std::shared_ptr<Gpu>> gpus, EnergyMonit
   for (const auto& gpu : gpus_) {
     if (!gpu) throw InputError("EnergyMonitor: a GPU is null");
     max_update_period_s_ = std::max(max_update_period_s_, gpu->energy_update_period_s());
+    counters_.push_back({gpu->energy_counter_wrap_mj(), std::nullopt, 0, false});
   }
   if (!options_.time) options_.time = steady_time_source();
   if (options_.log_csv) {
@@ -49,10 +50,35 @@ EnergyMonitor::EnergyMonitor(std::vector<std::shared_ptr<Gpu>> gpus, EnergyMonit
   }
 }
 
-std::vector<double> EnergyMonitor::read_energy_mj() const {
+std::vector<double> EnergyMonitor::read_energy_mj() {
+  std::lock_guard lock(read_mutex_);
   std::vector<double> energy;
   energy.reserve(gpus_.size());
-  for (const auto& gpu : gpus_) energy.push_back(gpu->total_energy_mj());
+  for (std::size_t k = 0; k < gpus_.size(); ++k) {
+    const double raw_mj = gpus_[k]->total_energy_mj();
+    Counter& c = counters_[k];
+    if (c.last_raw_mj && raw_mj < *c.last_raw_mj) {
+      const bool wrapped = c.wrap_mj.has_value();
+      // A wrap goes on from 0 where the modulus was; a reset restarts from 0 where the counter was.
+      c.offset_mj += wrapped ? *c.wrap_mj : *c.last_raw_mj;
+      if (!c.warned) {
+        c.warned = true;
+        if (wrapped) {
+          spdlog::warn(
+              "GPU {}'s energy counter wrapped (at {} mJ); windows across it are counted through "
+              "the wrap",
+              gpus_[k]->index(), *c.wrap_mj);
+        } else {
+          spdlog::warn(
+              "GPU {}'s energy counter went back from {} to {} mJ (a driver reset?); windows "
+              "across it miss the energy between the last reading and the reset",
+              gpus_[k]->index(), *c.last_raw_mj, raw_mj);
+        }
+      }
+    }
+    c.last_raw_mj = raw_mj;
+    energy.push_back(c.offset_mj + raw_mj);
+  }
   return energy;
 }
 
@@ -71,7 +97,15 @@ void EnergyMonitor::begin_window(const std::string& name) {
 
 Measurement EnergyMonitor::end_window(const std::string& name) {
   double end_s = options_.time->now_s();
-  std::vector<double> end_energy_mj = read_energy_mj();
+  std::vector<double> end_energy_mj;
+  try {
+    end_energy_mj = read_energy_mj();
+  } catch (...) {
+    // The window cannot be measured any more: closed, so that one failure is one report.
+    std::lock_guard lock(mutex_);
+    open_.erase(name);
+    throw;
+  }
   std::lock_guard lock(mutex_);
   auto it = open_.find(name);
   if (it == open_.end()) throw InputError(fmt::format("no energy window named '{}' is open", name));

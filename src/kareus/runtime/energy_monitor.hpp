@@ -9,6 +9,19 @@
 // the first such window of each name gets a warning. With `approximate_short_windows`, such a
 // window that reads zero energy is estimated as instant power × elapsed time instead.
 //
+// Counter wraps: every reading of a GPU's counter is unwrapped against the one before (under one
+// lock, so readings from several threads stay in order): a reading lower than the last is a wrap
+// of the device's energy_counter_wrap_mj(), counted through, with one warning per GPU; on a counter
+// that claims never to wrap, a drop is a counter reset, counted as a restart from 0 (the energy
+// between the last reading and the reset is lost), with one warning per GPU. Every window's energy
+// is therefore >= 0 and windows nest consistently. A wrap is missed only if a whole modulus of
+// energy passes between two readings of one GPU (NVML's 64-bit mJ counter: never).
+//
+// Device faults: a failed reading throws the device's error once. At begin_window the window is
+// not opened; at end_window it is closed unmeasured, so the loop's next begin_window of that name
+// works. Readings are made on the caller's thread: a device call that hangs holds the caller as
+// long as the driver takes.
+//
 // Thread-safety: all methods may be called from several threads at once.
 // Example:
 //   EnergyMonitor monitor(gpus.all(), {.log_csv = "energy.csv"});
@@ -64,12 +77,22 @@ class EnergyMonitor {
     double start_s = 0;
     std::vector<double> start_energy_mj;
   };
-  std::vector<double> read_energy_mj() const;
+  // Every GPU's counter, unwrapped (see above).
+  std::vector<double> read_energy_mj();
+
+  struct Counter {
+    std::optional<double> wrap_mj;      // the device's modulus; nullopt: it never wraps
+    std::optional<double> last_raw_mj;  // the last reading, as the device gave it
+    double offset_mj = 0;               // added to raw readings: the wraps and resets so far
+    bool warned = false;
+  };
 
   std::vector<std::shared_ptr<Gpu>> gpus_;
   EnergyMonitorOptions options_;
   double max_update_period_s_ = 0;
   mutable std::mutex mutex_;
+  std::mutex read_mutex_;  // held across a reading of every counter and its unwrapping
+  std::vector<Counter> counters_;
   std::map<std::string, OpenWindow> open_;
   std::set<std::string> warned_short_;
   std::ofstream log_;

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 namespace kareus::runtime {
@@ -44,6 +45,9 @@ struct FrequencyController::Worker {
   std::optional<Target> desired;  // the latest request, pending or applied
   bool pending = false, busy = false, stop = false, warned_snap = false, warned_error = false;
   ControllerGpuStats stats;
+  // NVML_ERROR_GPU_IS_LOST was seen: nothing is sent to the device any more (every call would
+  // fail, and on a real GPU each may take the driver's own timeout).
+  std::atomic<bool> lost{false};
 
   // Held across every device call, by the worker and by resets, so a reset is never undone by
   // a set still in flight. Timed: an emergency reset gives up on a GPU whose call hangs.
@@ -56,6 +60,17 @@ struct FrequencyController::Worker {
 
   std::thread thread;
 };
+
+namespace {
+
+template <typename W>
+void count_start_error(W& w, const std::exception& e) {
+  std::lock_guard lock(w.mutex);
+  ++w.stats.errors;
+  w.stats.last_error = e.what();
+}
+
+}  // namespace
 
 FrequencyController::FrequencyController(std::vector<std::shared_ptr<Gpu>> gpus,
                                          FrequencyControllerOptions options)
@@ -73,37 +88,51 @@ FrequencyController::FrequencyController(std::vector<std::shared_ptr<Gpu>> gpus,
   register_for_reset(this, options_.reset_on_signals);
   try {
     for (auto& w : workers_) {
-      try {
-        if (options_.reset_power_limit) {
-          // An administrator's cap is remembered and restored at stop: the plan's clocks are
-          // planned at the default limit, but the machine's setting outlives the job.
-          int before_mw = w->gpu->power_limit_mw();
-          int default_mw = w->gpu->power_limit_constraints().default_power_limit_mw;
-          if (before_mw != default_mw) {
-            std::lock_guard device(w->device_mutex);
-            w->start_power_limit_mw = before_mw;  // before the call, as for the memory clock
-            w->gpu->reset_power_limit();
-            w->running_power_limit_mw = default_mw;
-          }
+      // Each start action on its own: a refusal of one (no privilege, no such feature) leaves
+      // what the other did to be undone at stop, e.g. a power limit reset before a memory clock
+      // the GPU cannot lock.
+      auto start_action = [&](auto&& action, auto&& undo_nothing) {
+        try {
+          action();
+        } catch (const GpuPermissionError& e) {
+          undo_nothing();
+          count_start_error(*w, e);
+          if (options_.require_privilege) throw;
+          missing_privilege(e);
+        } catch (const GpuNotSupportedError& e) {
+          undo_nothing();
+          count_start_error(*w, e);
+          spdlog::warn("{}; continuing without it", e.what());
         }
-        if (options_.lock_memory_clock) {
-          auto memory = w->gpu->supported_memory_clocks_mhz();
-          if (!memory.empty()) {
-            std::lock_guard device(w->device_mutex);
-            w->memory_locked =
-                true;  // before the call: a reset after a partial failure is harmless
-            w->gpu->lock_memory_clock(*std::max_element(memory.begin(), memory.end()));
-          }
-        }
-      } catch (const GpuPermissionError& e) {
-        w->memory_locked = false;
-        w->start_power_limit_mw.reset();
-        if (options_.require_privilege) throw;
-        missing_privilege(e);
-      } catch (const GpuNotSupportedError& e) {
-        w->memory_locked = false;
-        w->start_power_limit_mw.reset();
-        spdlog::warn("{}; continuing without it", e.what());
+      };
+      if (options_.reset_power_limit) {
+        start_action(
+            [&] {
+              // An administrator's cap is remembered and restored at stop: the plan's clocks are
+              // planned at the default limit, but the machine's setting outlives the job.
+              int before_mw = w->gpu->power_limit_mw();
+              int default_mw = w->gpu->power_limit_constraints().default_power_limit_mw;
+              if (before_mw != default_mw) {
+                std::lock_guard device(w->device_mutex);
+                w->start_power_limit_mw = before_mw;  // before the call, as for the memory clock
+                w->gpu->reset_power_limit();
+                w->running_power_limit_mw = default_mw;
+              }
+            },
+            [&] { w->start_power_limit_mw.reset(); });
+      }
+      if (options_.lock_memory_clock) {
+        start_action(
+            [&] {
+              auto memory = w->gpu->supported_memory_clocks_mhz();
+              if (!memory.empty()) {
+                std::lock_guard device(w->device_mutex);
+                w->memory_locked = true;  // before the call: a reset after a partial failure is
+                                          // harmless
+                w->gpu->lock_memory_clock(*std::max_element(memory.begin(), memory.end()));
+              }
+            },
+            [&] { w->memory_locked = false; });
       }
     }
     for (auto& w : workers_) {
@@ -181,7 +210,7 @@ void FrequencyController::enqueue(Worker& w, const Target& target, bool snapped,
       warn_snap = !w.warned_snap;
       w.warned_snap = true;
     }
-    if (halted_ || !clocks_enabled_) return;
+    if (halted_ || !clocks_enabled_ || w.lost) return;
     if (w.desired == target) {
       ++w.stats.unchanged;
     } else {
@@ -218,10 +247,10 @@ void FrequencyController::run_worker(Worker& w) {
 
     std::optional<double> latency_s;
     std::optional<std::string> error;
-    bool unchanged = false;
+    bool unchanged = false, lost_now = false;
     {
       std::lock_guard device(w.device_mutex);
-      if (halted_ || !clocks_enabled_) {
+      if (halted_ || !clocks_enabled_ || w.lost) {
         unchanged = true;
       } else if (w.applied == target) {
         unchanged = true;
@@ -236,6 +265,11 @@ void FrequencyController::run_worker(Worker& w) {
           w.applied = target;
         } catch (const GpuPermissionError& e) {
           missing_privilege(e);
+          error = e.what();
+        } catch (const GpuLostError& e) {
+          w.applied.reset();
+          w.lost = true;
+          lost_now = true;
           error = e.what();
         } catch (const std::exception& e) {
           w.applied.reset();  // unknown after a failure: the next request is sent again
@@ -258,7 +292,15 @@ void FrequencyController::run_worker(Worker& w) {
     if (error) {
       ++w.stats.errors;
       w.stats.last_error = *error;
-      if (!w.warned_error && clocks_enabled_) {
+      if (lost_now) {
+        // Terminal, so said apart from the first-error warning, and only once: nothing more is
+        // sent to this GPU.
+        spdlog::error(
+            "frequency controller: {}; Kareus stops setting this GPU's clocks (the driver resets "
+            "a GPU that comes back)",
+            *error);
+        w.warned_error = true;
+      } else if (!w.warned_error && clocks_enabled_) {
         spdlog::warn(
             "frequency controller: {} (further errors on this GPU are counted, not logged)",
             *error);
@@ -279,6 +321,45 @@ void FrequencyController::wait_idle() {
   }
 }
 
+namespace {
+
+// A restore that fails for a reason that may pass (NVML_ERROR_TIMEOUT, NVML_ERROR_UNKNOWN, ...) is
+// tried again, kResetAttempts times in all; a lost GPU, a missing privilege or a missing feature
+// is final. Each failed attempt is one line (`say`); returns the last failure, or nullopt.
+constexpr int kResetAttempts = 3;
+
+template <typename Call, typename Say>
+std::optional<std::string> attempt_restore(std::atomic<bool>& lost, long& failures, Call&& call,
+                                           Say&& say) {
+  std::optional<std::string> last;
+  for (int k = 1; k <= kResetAttempts; ++k) {
+    try {
+      call();
+      return std::nullopt;
+    } catch (const GpuLostError& e) {
+      lost = true;
+      ++failures;
+      say(e.what(), /*final=*/true);
+      return std::string(e.what());
+    } catch (const GpuPermissionError& e) {
+      ++failures;
+      say(e.what(), true);
+      return std::string(e.what());
+    } catch (const GpuNotSupportedError& e) {
+      ++failures;
+      say(e.what(), true);
+      return std::string(e.what());
+    } catch (const std::exception& e) {
+      ++failures;
+      last = e.what();
+      say(e.what(), k == kResetAttempts);
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
 void FrequencyController::reset_devices(
     bool quiet, const std::chrono::steady_clock::time_point* deadline) noexcept {
   for (auto& w : workers_) {
@@ -295,37 +376,72 @@ void FrequencyController::reset_devices(
     } else {
       device.lock();
     }
-    try {
-      w->gpu->reset_locked_sm_clocks();
-      w->applied = Target{false, 0};
-    } catch (const std::exception& e) {
-      // Without privilege nothing was locked, so there is nothing to undo.
-      if (!quiet && clocks_enabled_)
-        spdlog::error("resetting GPU {}'s SM clock failed: {}", w->gpu->index(), e.what());
+    const int index = w->gpu->index();
+    if (w->lost) {
+      // Said once when it was lost; a lost GPU answers nothing, and the driver resets it.
+      w->memory_locked = false;
+      if (w->start_power_limit_mw) {
+        w->power_limit_note = fmt::format(
+            "power limit {:.0f} W at start NOT restored: the GPU is lost", *w->start_power_limit_mw / 1e3);
+        w->start_power_limit_mw.reset();
+      }
+      continue;
     }
-    if (w->memory_locked) {
-      try {
-        w->gpu->reset_memory_clock();
+    long failures = 0;
+    // Without privilege nothing was locked, so a refused SM-clock reset has nothing to undo.
+    auto say = [&](const char* what, const char* error, bool final) {
+      if (quiet || (!clocks_enabled_ && std::string_view(what) == "SM clock")) return;
+      if (final) {
+        spdlog::error("resetting GPU {}'s {} failed: {}", index, what, error);
+      } else {
+        spdlog::warn("resetting GPU {}'s {} failed: {}; trying again", index, what, error);
+      }
+    };
+    if (!attempt_restore(
+            w->lost, failures, [&] { w->gpu->reset_locked_sm_clocks(); },
+            [&](const char* error, bool final) { say("SM clock", error, final); })) {
+      w->applied = Target{false, 0};
+    }
+    if (w->memory_locked && !w->lost) {
+      if (!attempt_restore(
+              w->lost, failures, [&] { w->gpu->reset_memory_clock(); },
+              [&](const char* error, bool final) { say("memory clock", error, final); })) {
         w->memory_locked = false;
-      } catch (const std::exception& e) {
-        if (!quiet)
-          spdlog::error("resetting GPU {}'s memory clock failed: {}", w->gpu->index(), e.what());
       }
     }
     if (w->start_power_limit_mw) {
       int restore_mw = *w->start_power_limit_mw;
-      try {
-        w->gpu->set_power_limit_mw(restore_mw);
+      std::optional<std::string> error;
+      const bool lost_before_limit = w->lost;
+      if (w->lost) {
+        error = "the GPU is lost";
+      } else {
+        error = attempt_restore(
+            w->lost, failures, [&] { w->gpu->set_power_limit_mw(restore_mw); },
+            [&](const char* text, bool final) {
+              // The final failure is the note's own line below.
+              if (!final && !quiet) {
+                spdlog::warn("GPU {}: restoring the power limit failed: {}; trying again", index,
+                             text);
+              }
+            });
+      }
+      if (!error) {
         w->start_power_limit_mw.reset();
         w->power_limit_note = fmt::format(
             "power limit {:.0f} W at start, the default {:.0f} W while running, restored to "
             "{:.0f} W",
             restore_mw / 1e3, w->running_power_limit_mw / 1e3, restore_mw / 1e3);
-      } catch (const std::exception& e) {
+      } else {
         w->power_limit_note = fmt::format("power limit {:.0f} W at start NOT restored: {}",
-                                          restore_mw / 1e3, e.what());
-        if (!quiet) spdlog::error("GPU {}: {}", w->gpu->index(), w->power_limit_note);
+                                          restore_mw / 1e3, *error);
+        // A GPU lost in this reset was said so already, by the call that found it.
+        if (!quiet && !lost_before_limit) spdlog::error("GPU {}: {}", index, w->power_limit_note);
       }
+    }
+    if (failures > 0) {
+      std::lock_guard lock(w->mutex);
+      w->stats.errors += failures;
     }
   }
 }
@@ -354,6 +470,11 @@ void FrequencyController::stop() {
   spdlog::debug("frequency controller stopped; clocks reset\n{}", report());
   // Last: until here a signal or exit must still be able to reset the clocks.
   unregister_for_reset(this);
+}
+
+bool FrequencyController::lost(std::size_t position) const {
+  gpu(position);  // range check
+  return workers_[position]->lost.load();
 }
 
 ControllerGpuStats FrequencyController::stats(std::size_t position) const {
@@ -388,6 +509,10 @@ std::string FrequencyController::report() const {
         "set latency median {:.3f} ms, mean {:.3f} ms, max {:.3f} ms\n",
         workers_[k]->gpu->index(), s.requests, s.applied, s.unchanged, s.superseded, s.snapped,
         s.errors, s.median_latency_s() * 1e3, s.mean_latency_s() * 1e3, s.max_latency_s * 1e3);
+    if (workers_[k]->lost) {
+      out += fmt::format("GPU {}: lost ({}); its clocks were not reset\n", workers_[k]->gpu->index(),
+                         s.last_error);
+    }
     std::string note = power_limit_note(k);
     if (!note.empty()) out += fmt::format("GPU {}: {}\n", workers_[k]->gpu->index(), note);
   }

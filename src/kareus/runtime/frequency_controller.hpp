@@ -15,6 +15,16 @@
 // needs root or CAP_SYS_ADMIN) is one clear error message, after which the controller keeps the
 // clocks as they are and the job runs on; with `require_privilege` the constructor throws instead.
 //
+// Device faults: a failed clock call is counted (stats().errors) and the first one per GPU logged;
+// the next request is sent again. A GPU reported lost (GpuLostError, NVML_ERROR_GPU_IS_LOST) is
+// said once and then left alone: requests to it are counted and dropped, and no reset is tried. A
+// restore at stop or in an emergency that fails for a reason that may pass (a timeout, an unknown
+// error) is tried again, three attempts in all, each failure one line. Bounds on the caller:
+// request_* never waits on a device, only on a lock no device call holds; report() and
+// power_limit_note() wait at most 100 ms per GPU busy in a call; wait_idle() and stop() wait for a
+// device call in flight, as long as it takes (a hang holds them; a signal or exit gives up on it
+// after kEmergencyDeviceWait).
+//
 // Thread-safety: request_*, wait_idle, stats and report may be called from any thread; stop() from
 // one thread at a time. After a signal or exit reset the controller is halted: requests are
 // ignored, because the process is on its way out.
@@ -53,7 +63,7 @@ struct ControllerGpuStats {
   long superseded = 0;  // overtaken by a newer request before the worker reached it
   long snapped = 0;     // moved to the nearest supported clock
   long applied = 0;     // device calls made (each one's latency is recorded)
-  long errors = 0;
+  long errors = 0;      // device calls that failed: the worker's and the restores' at stop
   std::string last_error;
   double total_latency_s = 0;
   double max_latency_s = 0;
@@ -90,6 +100,8 @@ class FrequencyController final : private EmergencyResettable {
   // False after missing privilege: requests are counted but no clock is sent.
   bool clocks_enabled() const { return clocks_enabled_.load(); }
   bool halted() const { return halted_.load(); }
+  // True once the GPU at `position` was reported lost: nothing is sent to it any more.
+  bool lost(std::size_t position) const;
   ControllerGpuStats stats(std::size_t position) const;
   // One line per GPU: requests, changes, latency; and a line on the power limit where start
   // changed it (its value at start, and whether it was restored).

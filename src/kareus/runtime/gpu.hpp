@@ -37,6 +37,13 @@ class GpuNotSupportedError : public DeviceError {
   using DeviceError::DeviceError;
 };
 
+// The device is gone (NVML_ERROR_GPU_IS_LOST: it fell off the bus): every later call fails too, so
+// callers stop calling it rather than retrying, and a search stops rather than failing knobs.
+class GpuLostError : public EnvironmentError {
+ public:
+  using EnvironmentError::EnvironmentError;
+};
+
 struct PowerLimitConstraints {
   int min_power_limit_mw = 0;
   int max_power_limit_mw = 0;
@@ -72,8 +79,12 @@ class Gpu {
   // Sets the power limit back to the device's default.
   virtual void reset_power_limit() = 0;
 
-  // Energy since an arbitrary origin fixed for the device's lifetime; never decreases.
+  // Energy since an arbitrary origin fixed for the device's lifetime; never decreases, except
+  // where the counter wraps (energy_counter_wrap_mj).
   virtual double total_energy_mj() const = 0;
+  // Where the energy counter wraps back to 0 (its modulus); nullopt where it never does. A reading
+  // lower than the one before is a wrap, which EnergyMonitor counts through.
+  virtual std::optional<double> energy_counter_wrap_mj() const { return std::nullopt; }
   virtual double instant_power_mw() const = 0;
   // How often the energy counter moves: a window shorter than this may read zero or a jump.
   virtual double energy_update_period_s() const = 0;

@@ -35,7 +35,7 @@ struct NvmlPciInfo {
   char bus_id[32];
 };
 
-enum class NvmlErrorKind { kGeneric, kPermission, kNotSupported };
+enum class NvmlErrorKind { kGeneric, kPermission, kNotSupported, kLost };
 
 struct NvmlErrorInfo {
   int code;
@@ -65,7 +65,7 @@ constexpr NvmlErrorInfo kNvmlErrors[] = {
     {13, "NVML_ERROR_FUNCTION_NOT_FOUND", NvmlErrorKind::kNotSupported,
      "the installed driver is too old for this call"},
     {14, "NVML_ERROR_CORRUPTED_INFOROM", NvmlErrorKind::kGeneric, ""},
-    {15, "NVML_ERROR_GPU_IS_LOST", NvmlErrorKind::kGeneric,
+    {15, "NVML_ERROR_GPU_IS_LOST", NvmlErrorKind::kLost,
      "the GPU fell off the bus; it needs a reset or a reboot"},
     {16, "NVML_ERROR_RESET_REQUIRED", NvmlErrorKind::kGeneric, ""},
     {17, "NVML_ERROR_OPERATING_SYSTEM", NvmlErrorKind::kGeneric,
@@ -142,6 +142,7 @@ void throw_nvml_error(int code, std::string_view error_string, std::string_view 
   NvmlErrorKind kind = info ? info->kind : NvmlErrorKind::kGeneric;
   if (kind == NvmlErrorKind::kPermission) throw GpuPermissionError(message);
   if (kind == NvmlErrorKind::kNotSupported) throw GpuNotSupportedError(message);
+  if (kind == NvmlErrorKind::kLost) throw GpuLostError(message);
   throw DeviceError(message);
 }
 
@@ -452,6 +453,11 @@ double NvmlGpu::instant_power_mw() const {
       library_->api().device_get_power_usage(static_cast<nvmlDevice_t>(device_), &power),
       "nvmlDeviceGetPowerUsage", cuda_index_);
   return static_cast<double>(power);
+}
+
+std::optional<double> NvmlGpu::energy_counter_wrap_mj() const {
+  if (integrator_) return std::nullopt;
+  return 18446744073709551616.0;  // 2^64
 }
 
 double NvmlGpu::energy_update_period_s() const {

@@ -4,7 +4,8 @@
 //
 // Every NVML error becomes a DeviceError with nvmlErrorString's text, mapped in one table:
 // NVML_ERROR_NO_PERMISSION is a GpuPermissionError saying clock setting needs root or
-// CAP_SYS_ADMIN; NVML_ERROR_NOT_SUPPORTED is a GpuNotSupportedError. A GPU without the total-energy
+// CAP_SYS_ADMIN; NVML_ERROR_NOT_SUPPORTED is a GpuNotSupportedError; NVML_ERROR_GPU_IS_LOST is a
+// GpuLostError (the device is gone; callers stop calling it). A GPU without the total-energy
 // counter (pre-Volta) gets its energy by integrating sampled power on a background thread.
 //
 // Thread-safety: NVML is thread-safe; an NvmlGpu may be used from several threads at once.
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -89,6 +91,9 @@ class NvmlGpu final : public Gpu {
   double total_energy_mj() const override;
   double instant_power_mw() const override;
   double energy_update_period_s() const override;
+  // nvmlDeviceGetTotalEnergyConsumption's counter is an unsigned long long of mJ: 2^64 mJ. The
+  // integrated energy of a GPU without the counter never wraps.
+  std::optional<double> energy_counter_wrap_mj() const override;
 
  private:
   struct PowerIntegrator;
