@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,6 +183,58 @@ TEST_F(JournalTest, AGarbledLastLineIsDroppedButAGarbledMiddleLineIsAnError) {
   std::string before = read_text_file(path_);
   EXPECT_THROW(Journal::open(path_, header()), InputError);
   EXPECT_EQ(read_text_file(path_), before);
+}
+
+// A whole line (newline and all) that is not a measurement was not torn by a crash: someone edited
+// the journal. Before, a last such line was dropped, and its text truncated away, on resume.
+TEST_F(JournalTest, AWholeGarbledLastLineIsRefusedUntouched) {
+  {
+    Journal j = Journal::open(path_, header());
+    for (int i = 0; i < 2; ++i) j.append(sample(i));
+  }
+  std::ofstream(path_, std::ios::app) << R"({"freq": 1230, "overlap_st)" << "\n";
+  const std::string before = read_text_file(path_);
+  try {
+    Journal::open(path_, header());
+    FAIL() << "resumed a journal whose last line was edited";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":4: not a JSON line"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fix or delete line 4"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_text_file(path_), before);
+}
+
+// A full disk (here a file-size limit, with SIGXFSZ ignored so that the write fails instead of
+// killing the process): the append throws EnvironmentError (exit code 3, not a bug's 70) and the
+// journal is cut back to its whole lines, so that the next append, or a rerun, starts on a fresh
+// line instead of after a torn fragment.
+TEST_F(JournalTest, AFailedWriteLeavesTheJournalWhole) {
+  Journal j = Journal::open(path_, header());
+  for (int i = 0; i < 2; ++i) j.append(sample(i));
+  const std::string before = read_text_file(path_);
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  struct rlimit tight = saved;
+  tight.rlim_cur = before.size() + 10;  // room for a fragment of the next line, not all of it
+  auto previous = ::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tight), 0);
+  bool threw = false;
+  try {
+    j.append(sample(2));
+  } catch (const EnvironmentError& e) {
+    threw = true;
+    EXPECT_NE(std::string(e.what()).find("write failed: File too large"), std::string::npos) << e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::signal(SIGXFSZ, previous);
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(read_text_file(path_), before);
+  EXPECT_EQ(j.measurements().size(), 2u);  // the lost measurement is not kept as journalled
+  j.append(sample(3));
+  JournalContents c = Journal::read(path_);
+  EXPECT_FALSE(c.torn_tail);
+  ASSERT_EQ(c.measurements.size(), 3u);
+  expect_same(sample(3), c.measurements[2]);
 }
 
 TEST_F(JournalTest, ATornHeaderStartsAfresh) {

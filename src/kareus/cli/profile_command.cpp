@@ -42,6 +42,7 @@ struct ProfileFlags {
   std::string out;
   bool compare_sim = false;
   double fake_rank_slowdown = 0;
+  std::vector<std::string> fake_faults;
   bool p_static = false;
   std::optional<double> p_static_clock_mhz;
   bool stage_sweep = false;
@@ -209,6 +210,7 @@ int run_profile_command(const ProfileFlags& flags) {
   profiler_options.measurement.warmup_s = flags.warmup_s;
   profiler_options.measurement.cool_down_s = flags.cool_down_s;
   profiler_options.fake_rank_slowdown = flags.fake_rank_slowdown;
+  profiler_options.fake_faults = flags.fake_faults;
   // What the partitions' costs depend on: the journals resume under kareus search and plan.
   const nlohmann::json identity = journal_identity(w);
   profile::Profiler profiler(w.model, w.parallel, w.gpu, partitions, identity, profiler_options);
@@ -323,6 +325,9 @@ Action register_profile(CLI::App& app) {
                 "(stage,instruction,frequency,time,energy) for kareus frontier --profile");
   cmd->add_option("--fake-rank-slowdown", flags->fake_rank_slowdown,
                   "Fake devices only: rank r runs (1 + r x this) times slower (tests)")
+      ->group("");
+  cmd->add_option("--fake-fault", flags->fake_faults,
+                  "Fake devices only: RANK:CALL@N:error=CODE|hang|lost|kill, a fault of that rank's GPU (tests)")
       ->group("");
   return [flags] { return run_profile_command(*flags); };
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -39,6 +40,29 @@ class OwningEvaluator final : public evaluate::EvaluatorImpl {
   std::unique_ptr<Profiler> profiler_;
   evaluate::Evaluator inner_;
 };
+
+// The faults of `rank` among "RANK:FAULT" texts; every rank parses them all, so a bad one is
+// refused everywhere alike.
+std::vector<runtime::GpuFault> rank_faults(const std::vector<std::string>& texts, int rank) {
+  std::vector<runtime::GpuFault> faults;
+  for (const std::string& text : texts) {
+    const std::size_t colon = text.find(':');
+    int fault_rank = -1;
+    const char* end = text.data() + (colon == std::string::npos ? 0 : colon);
+    auto [stop, ec] = std::from_chars(text.data(), end, fault_rank);
+    if (colon == std::string::npos || ec != std::errc() || stop != end || fault_rank < 0) {
+      throw InputError({"", 0, 0, "--fake-fault"}, fmt::format("expected RANK:FAULT, got '{}'", text));
+    }
+    runtime::GpuFault fault;
+    try {
+      fault = runtime::parse_gpu_fault(std::string_view(text).substr(colon + 1));
+    } catch (const InputError& e) {
+      throw InputError({"", 0, 0, "--fake-fault"}, e.what());
+    }
+    if (fault_rank == rank) faults.push_back(fault);
+  }
+  return faults;
+}
 
 }  // namespace
 
@@ -89,7 +113,9 @@ Profiler::Profiler(const workload::ModelSpec& model, const workload::ParallelCon
     // The fake's clock moves only with the simulated work: a 5 s window costs no real time, and
     // the cool-down is the one real wait (so that a run has a pace to interrupt).
     auto time = std::make_shared<runtime::ManualTimeSource>();
-    fake_gpu_ = std::make_shared<runtime::FakeGpu>(runtime::make_fake_gpu_config(gpu, 0, time));
+    runtime::FakeGpuConfig fake_config = runtime::make_fake_gpu_config(gpu, 0, time);
+    fake_config.faults = rank_faults(options.fake_faults, rank);
+    fake_gpu_ = std::make_shared<runtime::FakeGpu>(std::move(fake_config));
     gpu_ = fake_gpu_;
     FakeExecutorOptions fake;
     fake.slowdown = 1 + rank * options.fake_rank_slowdown;

@@ -41,6 +41,9 @@ struct ProfilerOptions {
   MeasurementOptions measurement;
   // Fake devices: rank r runs (1 + r · this) times slower than the model.
   double fake_rank_slowdown = 0;
+  // Fake devices: faults of runtime::parse_gpu_fault, each "RANK:FAULT" for that rank's GPU, e.g.
+  // "2:total_energy@5:kill" (rank 2 dies at its fifth energy reading, in its third knob's window).
+  std::vector<std::string> fake_faults;
 };
 
 // Whether this build has the CUDA executor.

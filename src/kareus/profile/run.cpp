@@ -39,12 +39,20 @@ ProfileOutcome run_profile(ProfileSession& session, const ProfileRequest& reques
   if (!ranks) throw InputError({ranks_path.string(), 0, 0, ""}, "cannot be written");
   if (fresh) ranks << "partition,freq_mhz,sms,slot,rank,time_s,energy_j,repetitions\n";
   auto previous = session.on_measured;
-  session.on_measured = [&ranks](const workload::Partition& p, const workload::Knob& k, const KnobMeasurement& m) {
+  session.on_measured = [&ranks, &ranks_path](const workload::Partition& p, const workload::Knob& k,
+                                              const KnobMeasurement& m) {
     for (std::size_t r = 0; r < m.rank_time_s.size(); ++r) {
       ranks << fmt::format("{},{:g},{},{},{},{:.9g},{:.9g},{}\n", p.key, k.freq_mhz, k.sms, k.slot, r, m.rank_time_s[r],
                            m.rank_energy_j[r], m.repetitions);
     }
     ranks.flush();
+    // Before the knob is journalled: a per-rank log that cannot be written (a full disk) stops
+    // the run with the knob unjournalled, measured again on resume, rather than losing its rows.
+    if (!ranks) {
+      throw EnvironmentError(fmt::format("{}: writing failed (disk full?); the journals keep every knob before "
+                                         "this one: free space and rerun to resume",
+                                         ranks_path.string()));
+    }
   };
 
   ProfileOutcome outcome;

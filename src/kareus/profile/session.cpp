@@ -5,6 +5,7 @@
 
 
 #include "kareus/core/error.hpp"
+#include "kareus/runtime/reset_guard.hpp"
 
 namespace kareus::profile {
 namespace {
@@ -55,9 +56,13 @@ KnobMeasurement ProfileSession::measure_here(const std::string& what, const std:
   try {
     return work();
   } catch (const std::exception& e) {
-    // The other ranks wait in a collective call and cannot be told: end the run.
+    // The other ranks wait in a collective call and cannot be told: end the run. MPI_Abort ends
+    // this process without exit handlers, so its clocks are reset first (bounded, as for a signal:
+    // a GPU whose call hangs is skipped); the other ranks reset theirs on the SIGTERM that mpirun
+    // sends them.
     spdlog::error("profile: rank {} failed measuring {}: {}; ending the run (rerun to resume from the journal)",
                   world_.rank(), what, e.what());
+    runtime::reset_all_registered();
     world_.abort(3);
   }
   throw InternalError("abort returned");

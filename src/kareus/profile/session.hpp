@@ -5,9 +5,10 @@
 // exactly as they use the model.
 //
 // A failure on one rank while the others wait in a collective call cannot be reported to them, so
-// with several ranks it ends the run (Group::abort); the journal keeps every knob measured before,
-// and a rerun resumes from it. With one rank a failure is a failed measurement, as for any
-// evaluator.
+// with several ranks it ends the run (Group::abort, after resetting this rank's clocks); the journal
+// keeps every knob measured before, and a rerun resumes from it. With one rank a failure is a
+// failed measurement, as for any evaluator, except an EnvironmentError (a lost GPU, a full disk),
+// which ends the run there too.
 //
 // Thread-safety: one thread per rank.
 // Example:

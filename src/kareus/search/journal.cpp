@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -90,17 +91,36 @@ std::string workload_difference(const nlohmann::json& found, const nlohmann::jso
   return out;
 }
 
+// Appends `data` and fsyncs it. A write or fsync that fails (a full disk, a file-size limit, an
+// I/O error) throws EnvironmentError after cutting the file back to its length before, so that
+// what it holds stays whole lines: a rerun resumes from it, and nothing written later is glued to a
+// torn fragment.
 void write_all(int fd, const std::string& data, const std::filesystem::path& path) {
+  struct stat before {};
+  const bool sized = ::fstat(fd, &before) == 0;
+  auto fail = [&](const char* what) {
+    const int error = errno;
+    if (sized) (void)!::ftruncate(fd, before.st_size);
+    throw EnvironmentError(fmt::format("{}: {} failed: {} (the measurements before are kept; free space and "
+                                       "rerun to resume)",
+                                       path.string(), what, std::strerror(error)));
+  };
   const char* p = data.data();
   std::size_t left = data.size();
   while (left > 0) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(fmt::format("{}: write failed: {}", path.string(), std::strerror(errno)));
+    if (n < 0) fail("write");
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) throw Error(fmt::format("{}: fsync failed: {}", path.string(), std::strerror(errno)));
+  if (::fsync(fd) != 0) fail("fsync");
+}
+
+// NUL bytes (and blanks) only: what a crash of the machine leaves where a write's blocks were
+// allocated but its data never reached the disk.
+bool only_nul_bytes(const std::string& line) {
+  return !line.empty() && line.find_first_not_of(std::string("\0 \t\r", 4)) == std::string::npos;
 }
 
 void fsync_directory(const std::filesystem::path& path) {
@@ -286,10 +306,18 @@ JournalContents Journal::read(const std::filesystem::path& path) {
     }
     try {
       out.measurements.push_back(decode_measurement(line, fmt::format("{}:{}", file, line_no)));
-    } catch (const InputError&) {
-      if (!last) throw;
-      out.torn_tail = true;  // garbage after a crash in the last line only
-      break;
+    } catch (const InputError& e) {
+      if (last && only_nul_bytes(line)) {
+        out.torn_tail = true;  // the blocks of a write a machine crash cut short
+        break;
+      }
+      // A whole line (its newline was written in the same write as the rest) that is not a
+      // measurement was not torn by a crash: it was edited, or the file damaged. Dropping it would
+      // throw away what someone wrote, so it is theirs to fix.
+      throw InputError(fmt::format("{} (a line edited by hand or damaged; only a last line without its "
+                                   "newline is a crash's, dropped on resume: fix or delete line {} to "
+                                   "resume)",
+                                   e.what(), line_no));
     }
     out.valid_bytes = end + 1;
     start = end + 1;
@@ -373,7 +401,7 @@ Journal Journal::open(const std::filesystem::path& path, const JournalHeader& he
   if (contents.torn_tail) {
     spdlog::warn("{}: dropping a torn last line (a run was interrupted while writing it)", path.string());
     if (::ftruncate(j.fd_, static_cast<off_t>(has_header || contents.artifact_log ? contents.valid_bytes : 0)) != 0) {
-      throw Error(fmt::format("{}: cannot drop the torn line: {}", path.string(), std::strerror(errno)));
+      throw EnvironmentError(fmt::format("{}: cannot drop the torn line: {}", path.string(), std::strerror(errno)));
     }
   }
   if (contents.artifact_log) {

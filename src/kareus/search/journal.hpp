@@ -1,7 +1,10 @@
 // The search journal: a JSONL file, one header line naming the workload, the partition and the
 // evaluator, then one line per measurement, appended, flushed and fsynced as each completes.
 // Reopening it resumes a search; a run killed at any moment (SIGKILL included) loses at most the
-// measurements in flight: a torn last line is dropped with a warning.
+// measurements in flight: a torn last line (no newline, or only the NUL bytes a machine crash
+// leaves) is dropped with a warning. Any other line that is not a measurement was edited or
+// damaged, and is refused naming its line, the file untouched. A write that fails (a full disk)
+// throws EnvironmentError and leaves the file as it was before it, whole lines only.
 //
 // Measurement lines use the field names of the Kareus artifact's eval_results.jsonl for the knob:
 //   freq           SM clock (MHz)                        = Knob::freq_mhz
@@ -93,7 +96,8 @@ class Journal {
   // Measurements read at open() plus those appended since, in journal order.
   std::vector<Measurement> measurements() const;
 
-  // Appends one line with a single write, then fsyncs. Throws Error when the write fails.
+  // Appends one line with a single write, then fsyncs. Throws EnvironmentError when the write or
+  // the fsync fails, the file cut back to its length before (the measurement is not kept).
   void append(const Measurement& m);
 
  private:
