@@ -35,7 +35,9 @@ class TwoRanks final : public Group {
     all.insert(all.end(), values.begin(), values.end());
     return all;
   }
-  std::pair<std::int64_t, std::int64_t> min_max(std::int64_t value) override { return {value, value}; }
+  std::pair<std::int64_t, std::int64_t> min_max(std::int64_t value) override {
+    return {value, value};
+  }
   void barrier() override {}
   std::unique_ptr<Group> split(int, int) override { return std::make_unique<LocalGroup>(); }
   [[noreturn]] void abort(int exit_code) override { throw Aborted{exit_code}; }
@@ -53,7 +55,9 @@ TEST(ProfileSession, AFailingRankResetsItsClocksBeforeEndingTheRun) {
   runtime::FrequencyController controller{{device}, {.reset_on_signals = false}};
   runtime::EnergyMonitor monitor{{device}, {.time = time}};
   Measurer measurer(world, executor, controller, monitor,
-                    {.warmup_s = 0, .window_s = 1, .cool_down_s = 0, .idle = [time](double s) { time->advance_s(s); }});
+                    {.warmup_s = 0, .window_s = 1, .cool_down_s = 0, .idle = [time](double s) {
+                       time->advance_s(s);
+                     }});
   workload::ModelSpec model = workload::load_model("llama-3.2-3b");
   workload::ParallelConfig parallel;
   parallel.tp = 8;

@@ -77,18 +77,20 @@ FakeGpuConfig config(int index, std::shared_ptr<ManualTimeSource> time,
 
 TEST(FakeGpuFaults, FailWithNvmlsCodesAsNvmlGpuThrowsThem) {
   auto time = std::make_shared<ManualTimeSource>();
-  FakeGpu gpu(config(2, time,
-                     {{GpuCall::kSetSmClocks, 2, GpuFault::Kind::kError, kNvmlErrorNoPermission},
-                      {GpuCall::kLockMemoryClock, 1, GpuFault::Kind::kError, kNvmlErrorNotSupported},
-                      {GpuCall::kTotalEnergy, 1, GpuFault::Kind::kError, kNvmlErrorTimeout},
-                      {GpuCall::kSetPowerLimit, 1, GpuFault::Kind::kError, kNvmlErrorUnknown}}));
+  FakeGpu gpu(
+      config(2, time,
+             {{GpuCall::kSetSmClocks, 2, GpuFault::Kind::kError, kNvmlErrorNoPermission},
+              {GpuCall::kLockMemoryClock, 1, GpuFault::Kind::kError, kNvmlErrorNotSupported},
+              {GpuCall::kTotalEnergy, 1, GpuFault::Kind::kError, kNvmlErrorTimeout},
+              {GpuCall::kSetPowerLimit, 1, GpuFault::Kind::kError, kNvmlErrorUnknown}}));
   gpu.set_locked_sm_clocks(1410, 1410);  // the first call is fine
   try {
     gpu.set_locked_sm_clocks(1005, 1005);
     FAIL() << "the second SM-clock call did not fail";
   } catch (const GpuPermissionError& e) {
-    EXPECT_TRUE(Contains(e.what(), "GPU 2: nvmlDeviceSetGpuLockedClocks failed: Insufficient "
-                                   "Permissions (NVML_ERROR_NO_PERMISSION)"));
+    EXPECT_TRUE(Contains(e.what(),
+                         "GPU 2: nvmlDeviceSetGpuLockedClocks failed: Insufficient "
+                         "Permissions (NVML_ERROR_NO_PERMISSION)"));
   }
   EXPECT_EQ(gpu.locked_sm_clocks_mhz(), (std::pair{1410, 1410}));  // a failed call changes nothing
   EXPECT_THROW(gpu.lock_memory_clock(1215), GpuNotSupportedError);
@@ -96,8 +98,9 @@ TEST(FakeGpuFaults, FailWithNvmlsCodesAsNvmlGpuThrowsThem) {
     (void)gpu.total_energy_mj();
     FAIL() << "the energy reading did not fail";
   } catch (const DeviceError& e) {
-    EXPECT_TRUE(Contains(e.what(), "nvmlDeviceGetTotalEnergyConsumption failed: Timeout "
-                                   "(NVML_ERROR_TIMEOUT)"));
+    EXPECT_TRUE(Contains(e.what(),
+                         "nvmlDeviceGetTotalEnergyConsumption failed: Timeout "
+                         "(NVML_ERROR_TIMEOUT)"));
   }
   EXPECT_THROW(gpu.set_power_limit_mw(300000), DeviceError);
   EXPECT_NO_THROW(gpu.set_power_limit_mw(300000));  // once only
@@ -117,7 +120,8 @@ TEST(FakeGpuFaults, ALostGpuFailsEveryLaterCall) {
   try {
     (void)gpu.power_limit_mw();
   } catch (const GpuLostError& e) {
-    EXPECT_TRUE(Contains(e.what(), "GPU is lost (NVML_ERROR_GPU_IS_LOST); the GPU fell off the bus"));
+    EXPECT_TRUE(
+        Contains(e.what(), "GPU is lost (NVML_ERROR_GPU_IS_LOST); the GPU fell off the bus"));
   }
   EXPECT_EQ(gpu.failed_calls(), 4);
 }
@@ -158,9 +162,9 @@ TEST(FakeGpuFaults, ParsesAndPrintsFaults) {
             (GpuFault{GpuCall::kSetSmClocks, 1, GpuFault::Kind::kError, 999}));
   EXPECT_EQ(to_string(parse_gpu_fault("reset_power_limit@2:hang")), "reset_power_limit@2:hang");
   EXPECT_EQ(to_string(parse_gpu_fault("instant_power@7:kill")), "instant_power@7:kill");
-  for (const char* bad : {"total_energy", "total_energy@0:lost", "total_energy@x:lost",
-                          "warp_drive@1:lost", "total_energy@1:explode", "total_energy@1:error=",
-                          "total_energy@1:error=-4"}) {
+  for (const char* bad :
+       {"total_energy", "total_energy@0:lost", "total_energy@x:lost", "warp_drive@1:lost",
+        "total_energy@1:explode", "total_energy@1:error=", "total_energy@1:error=-4"}) {
     EXPECT_THROW(parse_gpu_fault(bad), InputError) << bad;
   }
 }
@@ -206,17 +210,18 @@ TEST(FaultsFound, ALostGpuIsReportedOnceAndThenLeftAlone) {
   EXPECT_TRUE(Contains(text, "NVML_ERROR_GPU_IS_LOST"));
   EXPECT_TRUE(Contains(text, "stops setting this GPU's clocks"));
   EXPECT_TRUE(Contains(controller.report(), "GPU 0: lost ("));
-  EXPECT_TRUE(Contains(controller.power_limit_note(0), "250 W at start NOT restored: the GPU is lost"));
+  EXPECT_TRUE(
+      Contains(controller.power_limit_note(0), "250 W at start NOT restored: the GPU is lost"));
 }
 
 TEST(FaultsFound, ARestoreThatTimesOutIsTriedAgain) {
   LogCapture log;
-  auto gpu = std::make_shared<FakeGpu>(config(
-      0, std::make_shared<ManualTimeSource>(),
-      {{GpuCall::kResetSmClocks, 1, GpuFault::Kind::kError, kNvmlErrorTimeout},
-       {GpuCall::kResetSmClocks, 2, GpuFault::Kind::kError, kNvmlErrorUnknown},
-       {GpuCall::kSetPowerLimit, 1, GpuFault::Kind::kError, kNvmlErrorTimeout}},
-      250000));
+  auto gpu = std::make_shared<FakeGpu>(
+      config(0, std::make_shared<ManualTimeSource>(),
+             {{GpuCall::kResetSmClocks, 1, GpuFault::Kind::kError, kNvmlErrorTimeout},
+              {GpuCall::kResetSmClocks, 2, GpuFault::Kind::kError, kNvmlErrorUnknown},
+              {GpuCall::kSetPowerLimit, 1, GpuFault::Kind::kError, kNvmlErrorTimeout}},
+             250000));
   FrequencyController controller({gpu}, {.reset_on_signals = false});
   controller.request_sm_clock(1005);
   controller.wait_idle();
@@ -283,9 +288,9 @@ struct Schedule {
 
 void showValue(const Schedule& s, std::ostream& os);
 std::string show(const Schedule& s) {
-  std::string out = fmt::format("{} GPUs, stage {} of {}x{} 1F1B, {} iterations, exit {}; ", s.gpus,
-                                s.stage, s.stages, s.microbatches, s.iterations,
-                                static_cast<int>(s.exit));
+  std::string out =
+      fmt::format("{} GPUs, stage {} of {}x{} 1F1B, {} iterations, exit {}; ", s.gpus, s.stage,
+                  s.stages, s.microbatches, s.iterations, static_cast<int>(s.exit));
   for (int g = 0; g < s.gpus; ++g) {
     out += fmt::format("GPU {}: cap {}, wrap {}/{} mJ, faults", g,
                        s.cap_mw[g] ? std::to_string(*s.cap_mw[g]) : "none", s.start_mj[g],
@@ -296,7 +301,9 @@ std::string show(const Schedule& s) {
   return out;
 }
 
-void showValue(const Schedule& s, std::ostream& os) { os << show(s); }
+void showValue(const Schedule& s, std::ostream& os) {
+  os << show(s);
+}
 
 rc::Gen<GpuFault> fault_gen() {
   using K = GpuFault::Kind;
@@ -305,12 +312,11 @@ rc::Gen<GpuFault> fault_gen() {
     // Every call the loop's runtime makes (none asks current_sm_clock or instant_power here), at an
     // occurrence it reaches: start's calls once, stop's a few times, clock changes and energy
     // readings a few and up to ~50 times a run.
-    f.call = *rc::gen::element(GpuCall::kPowerLimit, GpuCall::kPowerLimitConstraints,
-                               GpuCall::kResetPowerLimit, GpuCall::kLockMemoryClock,
-                               GpuCall::kSetSmClocks, GpuCall::kSetSmClocks, GpuCall::kSetSmClocks,
-                               GpuCall::kTotalEnergy, GpuCall::kTotalEnergy, GpuCall::kTotalEnergy,
-                               GpuCall::kResetSmClocks, GpuCall::kResetMemoryClock,
-                               GpuCall::kSetPowerLimit);
+    f.call = *rc::gen::element(
+        GpuCall::kPowerLimit, GpuCall::kPowerLimitConstraints, GpuCall::kResetPowerLimit,
+        GpuCall::kLockMemoryClock, GpuCall::kSetSmClocks, GpuCall::kSetSmClocks,
+        GpuCall::kSetSmClocks, GpuCall::kTotalEnergy, GpuCall::kTotalEnergy, GpuCall::kTotalEnergy,
+        GpuCall::kResetSmClocks, GpuCall::kResetMemoryClock, GpuCall::kSetPowerLimit);
     long most = 4;  // start's and stop's
     if (f.call == GpuCall::kSetSmClocks) most = 6;
     if (f.call == GpuCall::kTotalEnergy) most = 50;
@@ -348,7 +354,8 @@ rc::Gen<Schedule> schedule_gen() {
         2 * s.microbatches, rc::gen::element(1410, 1200, 1005, 810, 1000 /* snapped */));
     for (int g = 0; g < s.gpus; ++g) {
       const bool capped = *rc::gen::inRange(0, 2) == 1;
-      s.cap_mw.push_back(capped ? std::optional<int>(*rc::gen::inRange(100000, 400000)) : std::nullopt);
+      s.cap_mw.push_back(capped ? std::optional<int>(*rc::gen::inRange(100000, 400000))
+                                : std::nullopt);
       const bool wraps = *rc::gen::inRange(0, 3) > 0;
       // Wider than the energy between two readings (an instruction: <= 0.1 s at the fake A100's
       // 635 W, full load at a locked 1410 MHz, over the board's limit), narrower than a run's. (A
@@ -409,8 +416,8 @@ void check_schedule(const Schedule& s) {
   }
   plan::Plan p = testing::make_test_plan(s.stages, s.microbatches);
   for (auto& ins : p.stages[s.stage]) {
-    ins.freq_mhz = s.clocks[static_cast<std::size_t>(&ins - p.stages[s.stage].data()) %
-                            s.clocks.size()];
+    ins.freq_mhz =
+        s.clocks[static_cast<std::size_t>(&ins - p.stages[s.stage].data()) % s.clocks.size()];
   }
 
   long reported = 0;  // failures the loop saw as exceptions
@@ -434,7 +441,7 @@ void check_schedule(const Schedule& s) {
     restored();
     return;
   }
-  RC_TAG(s.exit == Exit::kStop        ? "exit: stop()"
+  RC_TAG(s.exit == Exit::kStop         ? "exit: stop()"
          : s.exit == Exit::kDestructor ? "exit: destructor"
          : s.exit == Exit::kException  ? "exit: an exception through the loop"
                                        : "exit: emergency reset, then stop()");
@@ -543,8 +550,8 @@ TEST(FaultInjection, RandomPlansUnderRandomDeviceFaults) {
   const auto result = rc::detail::checkProperty(
       // At full size throughout: rapidcheck scales inRange to the size, which starves the first
       // hundreds of cases of faults that strike.
-      rc::detail::toProperty([] { check_schedule(*rc::gen::resize(100, schedule_gen())); }), metadata,
-      params);
+      rc::detail::toProperty([] { check_schedule(*rc::gen::resize(100, schedule_gen())); }),
+      metadata, params);
   std::ostringstream message;
   rc::detail::printResultMessage(result, message);
   if (!result.template is<rc::detail::SuccessResult>()) FAIL() << message.str();

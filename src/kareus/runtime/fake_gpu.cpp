@@ -34,25 +34,37 @@ constexpr GpuCallName kGpuCalls[kGpuCallKinds] = {
     {GpuCall::kInstantPower, "instant_power", "nvmlDeviceGetPowerUsage"},
 };
 
-std::size_t slot(GpuCall call) { return static_cast<std::size_t>(call); }
+std::size_t slot(GpuCall call) {
+  return static_cast<std::size_t>(call);
+}
 
 // nvmlErrorString's text for the codes faults use; the code's number otherwise.
 std::string nvml_error_text(int code) {
   switch (code) {
-    case kNvmlErrorNotSupported: return "Not Supported";
-    case kNvmlErrorNoPermission: return "Insufficient Permissions";
-    case kNvmlErrorTimeout: return "Timeout";
-    case kNvmlErrorGpuIsLost: return "GPU is lost";
-    case kNvmlErrorUnknown: return "Unknown Error";
-    default: return fmt::format("NVML error {}", code);
+    case kNvmlErrorNotSupported:
+      return "Not Supported";
+    case kNvmlErrorNoPermission:
+      return "Insufficient Permissions";
+    case kNvmlErrorTimeout:
+      return "Timeout";
+    case kNvmlErrorGpuIsLost:
+      return "GPU is lost";
+    case kNvmlErrorUnknown:
+      return "Unknown Error";
+    default:
+      return fmt::format("NVML error {}", code);
   }
 }
 
 }  // namespace
 
-std::string_view to_string(GpuCall call) { return kGpuCalls[slot(call)].name; }
+std::string_view to_string(GpuCall call) {
+  return kGpuCalls[slot(call)].name;
+}
 
-std::string_view nvml_function(GpuCall call) { return kGpuCalls[slot(call)].nvml; }
+std::string_view nvml_function(GpuCall call) {
+  return kGpuCalls[slot(call)].nvml;
+}
 
 std::optional<GpuCall> parse_gpu_call(std::string_view text) {
   for (const auto& entry : kGpuCalls) {
@@ -65,8 +77,8 @@ GpuFault parse_gpu_fault(std::string_view text) {
   const std::string what(text);
   auto bad = [&](const std::string& why) {
     return InputError(fmt::format(
-        "fault '{}': {} (expected CALL@N:error=CODE, CALL@N:hang, CALL@N:lost or CALL@N:kill)", what,
-        why));
+        "fault '{}': {} (expected CALL@N:error=CODE, CALL@N:hang, CALL@N:lost or CALL@N:kill)",
+        what, why));
   };
   const std::size_t at = text.find('@');
   const std::size_t colon = text.find(':', at == std::string_view::npos ? 0 : at);
@@ -75,7 +87,8 @@ GpuFault parse_gpu_fault(std::string_view text) {
   auto call = parse_gpu_call(text.substr(0, at));
   if (!call) {
     std::string names;
-    for (const auto& entry : kGpuCalls) names += (names.empty() ? "" : ", ") + std::string(entry.name);
+    for (const auto& entry : kGpuCalls)
+      names += (names.empty() ? "" : ", ") + std::string(entry.name);
     throw bad(fmt::format("unknown call '{}' (one of {})", text.substr(0, at), names));
   }
   fault.call = *call;
@@ -107,10 +120,18 @@ GpuFault parse_gpu_fault(std::string_view text) {
 std::string to_string(const GpuFault& fault) {
   std::string kind;
   switch (fault.kind) {
-    case GpuFault::Kind::kError: kind = fmt::format("error={}", fault.nvml_code); break;
-    case GpuFault::Kind::kHang: kind = "hang"; break;
-    case GpuFault::Kind::kLost: kind = "lost"; break;
-    case GpuFault::Kind::kKill: kind = "kill"; break;
+    case GpuFault::Kind::kError:
+      kind = fmt::format("error={}", fault.nvml_code);
+      break;
+    case GpuFault::Kind::kHang:
+      kind = "hang";
+      break;
+    case GpuFault::Kind::kLost:
+      kind = "lost";
+      break;
+    case GpuFault::Kind::kKill:
+      kind = "kill";
+      break;
   }
   return fmt::format("{}@{}:{}", to_string(fault.call), fault.occurrence, kind);
 }
@@ -125,11 +146,13 @@ double model_power_w(const hardware::GpuSpec& gpu, double sm_clock_mhz, double l
   return hardware::power_w(gpu, std::clamp(sm_clock_mhz, 1.0, gpu.max_clock_mhz), activity);
 }
 
-FakeGpuConfig make_fake_gpu_config(const hardware::GpuSpec& gpu, int index, std::shared_ptr<TimeSource> time) {
+FakeGpuConfig make_fake_gpu_config(const hardware::GpuSpec& gpu, int index,
+                                   std::shared_ptr<TimeSource> time) {
   FakeGpuConfig config;
   config.index = index;
   config.name = fmt::format("Fake {} (simulated)", gpu.display_name);
-  for (double f : gpu.sm_clocks_mhz) config.sm_clocks_mhz.push_back(static_cast<int>(std::lround(f)));
+  for (double f : gpu.sm_clocks_mhz)
+    config.sm_clocks_mhz.push_back(static_cast<int>(std::lround(f)));
   config.memory_clocks_mhz = {1215};
   const int tdp_mw = static_cast<int>(std::lround(gpu.tdp_w * 1000));
   config.power_limits = {tdp_mw / 4, tdp_mw, tdp_mw};
@@ -397,8 +420,9 @@ void FakeGpu::strike(GpuCall call) const {
     switch (fault.kind) {
       case GpuFault::Kind::kHang: {
         ++hung_;
-        const bool released = released_.wait_for(
-            lock, std::chrono::duration<double>(config_.hang_limit_s), [&] { return released_all_; });
+        const bool released =
+            released_.wait_for(lock, std::chrono::duration<double>(config_.hang_limit_s),
+                               [&] { return released_all_; });
         --hung_;
         if (!released) ++hangs_timed_out_;
         break;

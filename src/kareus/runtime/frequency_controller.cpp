@@ -381,8 +381,9 @@ void FrequencyController::reset_devices(
       // Said once when it was lost; a lost GPU answers nothing, and the driver resets it.
       w->memory_locked = false;
       if (w->start_power_limit_mw) {
-        w->power_limit_note = fmt::format(
-            "power limit {:.0f} W at start NOT restored: the GPU is lost", *w->start_power_limit_mw / 1e3);
+        w->power_limit_note =
+            fmt::format("power limit {:.0f} W at start NOT restored: the GPU is lost",
+                        *w->start_power_limit_mw / 1e3);
         w->start_power_limit_mw.reset();
       }
       continue;
@@ -433,8 +434,8 @@ void FrequencyController::reset_devices(
             "{:.0f} W",
             restore_mw / 1e3, w->running_power_limit_mw / 1e3, restore_mw / 1e3);
       } else {
-        w->power_limit_note = fmt::format("power limit {:.0f} W at start NOT restored: {}",
-                                          restore_mw / 1e3, *error);
+        w->power_limit_note =
+            fmt::format("power limit {:.0f} W at start NOT restored: {}", restore_mw / 1e3, *error);
         // A GPU lost in this reset was said so already, by the call that found it.
         if (!quiet && !lost_before_limit) spdlog::error("GPU {}: {}", index, w->power_limit_note);
       }
@@ -510,8 +511,8 @@ std::string FrequencyController::report() const {
         workers_[k]->gpu->index(), s.requests, s.applied, s.unchanged, s.superseded, s.snapped,
         s.errors, s.median_latency_s() * 1e3, s.mean_latency_s() * 1e3, s.max_latency_s * 1e3);
     if (workers_[k]->lost) {
-      out += fmt::format("GPU {}: lost ({}); its clocks were not reset\n", workers_[k]->gpu->index(),
-                         s.last_error);
+      out += fmt::format("GPU {}: lost ({}); its clocks were not reset\n",
+                         workers_[k]->gpu->index(), s.last_error);
     }
     std::string note = power_limit_note(k);
     if (!note.empty()) out += fmt::format("GPU {}: {}\n", workers_[k]->gpu->index(), note);
