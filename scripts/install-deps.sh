@@ -11,6 +11,7 @@ packages=(
   pybind11-dev python3-dev python3-pytest python3-venv python3-pip
   gnuplot-nox
   chromium  # headless, for the report's test (tests/report) and scripts/report-screenshot.sh
+  clang libclang-rt-dev  # libFuzzer and the sanitizers' runtimes, for make fuzz (docs/testing.md)
 )
 
 missing=()

@@ -1,0 +1,37 @@
+// Perseus-format profiles (`stage,instruction,frequency,time,energy`, `kareus frontier
+// --profile`, `hw check`): read as an option table for a two-stage pipeline (read_option_table) and
+// as the stage curves `hw check` compares (read_stage_profile); an accepted table is solved for 1F1B
+// over four microbatches with a small budget: the first 64 steps of the frontier, two rounds of
+// local search.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz_support.hpp"
+#include "kareus/calibrate/power_fit.hpp"
+#include "kareus/pipeline/frontier_solver.hpp"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  kareus::fuzz::quiet_logs();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace kareus;
+  const auto path = fuzz::write_input(data, size, "profile.csv");
+  fuzz::holds_contract("profile.csv", [&] { calibrate::read_stage_profile(path); });
+  pipeline::OptionTable table;
+  if (!fuzz::holds_contract("profile.csv", [&] { table = pipeline::read_option_table(path, 2); })) return 0;
+  fuzz::holds_contract("", [&] {
+    const auto schedule = pipeline::PipelineSchedule::make(pipeline::ScheduleKind::k1F1B, 2, 4);
+    pipeline::FrontierSolver solver(table, schedule,
+                                    {.p_blocking_w = 60, .local_search_rounds = 2, .local_search_budget = 1e4});
+    int steps = 0;
+    for (auto points = solver.next(); !points.empty() && steps < 64; points = solver.next(), ++steps) {
+      for (const auto& point : points) {
+        if (!(point.time_s > 0) || !std::isfinite(point.energy_j)) fuzz::finding("solver", "a plan without finite time and energy");
+      }
+    }
+  });
+  return 0;
+}
