@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/range_flags.hpp"
 #include "kareus/cli/search_flags.hpp"
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
@@ -47,43 +48,6 @@ struct ProfileFlags {
   std::optional<double> p_static_clock_mhz;
   bool stage_sweep = false;
 };
-
-std::vector<double> parse_numbers(const std::string& text, const std::string& flag) {
-  std::vector<double> values;
-  auto fail = [&] { throw InputError({"", 0, 0, flag}, fmt::format("expected LO:HI:STEP or A,B,C, got '{}'", text)); };
-  auto number = [&](const std::string& part) {
-    try {
-      std::size_t used = 0;
-      double v = std::stod(part, &used);
-      if (used != part.size() || !std::isfinite(v)) fail();
-      return v;
-    } catch (const std::logic_error&) {
-      fail();
-    }
-    return 0.0;
-  };
-  if (text.find(':') != std::string::npos) {
-    std::vector<double> range;
-    std::size_t start = 0;
-    for (;;) {
-      std::size_t end = text.find(':', start);
-      range.push_back(number(text.substr(start, end == std::string::npos ? std::string::npos : end - start)));
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    if (range.size() != 3 || !(range[2] > 0) || range[0] > range[1]) fail();
-    for (double v = range[0]; v <= range[1] + 1e-9; v += range[2]) values.push_back(v);
-    return values;
-  }
-  std::size_t start = 0;
-  for (;;) {
-    std::size_t end = text.find(',', start);
-    values.push_back(number(text.substr(start, end == std::string::npos ? std::string::npos : end - start)));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return values;
-}
 
 // P_static on every rank: world rank 0 waits in a receive from rank 1. Rank 0 writes
 // <out>/p_static.json and <out>/gpu.json (the GPU description with the measured static power, for
@@ -148,38 +112,27 @@ int run_p_static(const ProfileFlags& flags, const ResolvedWorkload& w, profile::
   return 0;
 }
 
-int run_profile_command(const ProfileFlags& flags) {
-  const ResolvedWorkload w = resolve_workload(flags.workload);
+// The search's options from the flags: its mode and budget, the grid's clocks and SM levels; one
+// knob measured at a time (the ranks measure it together).
+search::PartitionSearchOptions search_options(const ProfileFlags& flags, const std::vector<double>& clocks) {
   search::PartitionSearchOptions options;
   apply_search_flags(flags.search, options);
-  auto device = profile::parse_device_kind(flags.device);
-  if (!device) throw InputError({"", 0, 0, "--device"}, fmt::format("expected nvml or fake, got '{}'", flags.device));
-  auto collective = profile::parse_collective_kind(flags.collective);
-  if (!collective) {
-    throw InputError({"", 0, 0, "--collective"}, fmt::format("expected nccl or copy, got '{}'", flags.collective));
-  }
-  if (!(flags.fake_rank_slowdown >= 0)) throw InputError({"", 0, 0, "--fake-rank-slowdown"}, "must not be negative");
-  if (flags.p_static && flags.stage_sweep) {
-    throw InputError({"", 0, 0, "--p-static"}, "measures P_static alone; run --stage-sweep separately");
-  }
-
   options.parallel = false;
-  const std::vector<double> clocks = parse_numbers(flags.clocks, "--clocks");
-  if (flags.clocks.find(':') != std::string::npos) {
-    options.grid.min_clock_mhz = clocks.front();
-    options.grid.max_clock_mhz = clocks.back();
-    options.grid.clock_step_mhz = clocks.size() > 1 ? clocks[1] - clocks[0] : 1;
-  } else {
-    throw InputError({"", 0, 0, "--clocks"}, "expected LO:HI:STEP");
-  }
+  if (flags.clocks.find(':') == std::string::npos) throw InputError({"", 0, 0, "--clocks"}, "expected LO:HI:STEP");
+  options.grid.min_clock_mhz = clocks.front();
+  options.grid.max_clock_mhz = clocks.back();
+  options.grid.clock_step_mhz = clocks.size() > 1 ? clocks[1] - clocks[0] : 1;
   options.grid.sequential_sms = flags.sequential_sms;
   if (!flags.sms.empty()) {
     std::vector<int> levels;
     for (double s : parse_numbers(flags.sms, "--sms")) levels.push_back(static_cast<int>(std::lround(s)));
     options.grid.sms = levels;
   }
+  return options;
+}
 
-  // The layer partitions, then each stage's non-partition work; --slots keeps each one's first N.
+// The layer partitions, then each stage's non-partition work; --slots keeps each one's first N.
+std::vector<workload::Partition> profiled_partitions(const ProfileFlags& flags, const ResolvedWorkload& w) {
   std::vector<workload::Partition> partitions = planner::job_partitions({w.model, w.parallel, ""});
   if (flags.slots) {
     if (*flags.slots < 1) throw InputError({"", 0, 0, "--slots"}, "keep at least one launch slot");
@@ -187,39 +140,105 @@ int run_profile_command(const ProfileFlags& flags) {
       if (p.slots.size() > *flags.slots) p.slots.resize(*flags.slots);
     }
   }
-  std::vector<std::string> keys;
-  if (flags.partition == "all") {
-    for (const auto& p : partitions) keys.push_back(p.key);
-  } else {
-    std::size_t start = 0;
-    for (;;) {
-      std::size_t end = flags.partition.find(',', start);
-      keys.push_back(flags.partition.substr(start, end == std::string::npos ? std::string::npos : end - start));
-      if (end == std::string::npos) break;
-      start = end + 1;
+  return partitions;
+}
+
+// The partitions --partition names (comma-separated keys, or all).
+std::vector<const workload::Partition*> chosen_partitions(const std::string& keys,
+                                                          const std::vector<workload::Partition>& partitions) {
+  std::vector<const workload::Partition*> chosen;
+  if (keys == "all") {
+    for (const auto& p : partitions) chosen.push_back(&p);
+    return chosen;
+  }
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = keys.find(',', start);
+    chosen.push_back(&workload::find_partition(
+        partitions, keys.substr(start, end == std::string::npos ? std::string::npos : end - start)));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return chosen;
+}
+
+profile::ProfilerOptions profiler_options(const ProfileFlags& flags) {
+  profile::ProfilerOptions options;
+  auto device = profile::parse_device_kind(flags.device);
+  if (!device) throw InputError({"", 0, 0, "--device"}, fmt::format("expected nvml or fake, got '{}'", flags.device));
+  auto collective = profile::parse_collective_kind(flags.collective);
+  if (!collective) {
+    throw InputError({"", 0, 0, "--collective"}, fmt::format("expected nccl or copy, got '{}'", flags.collective));
+  }
+  if (!(flags.fake_rank_slowdown >= 0)) throw InputError({"", 0, 0, "--fake-rank-slowdown"}, "must not be negative");
+  options.device = *device;
+  options.collective = *collective;
+  options.measurement.window_s = flags.window_s;
+  options.measurement.warmup_s = flags.warmup_s;
+  options.measurement.cool_down_s = flags.cool_down_s;
+  options.fake_rank_slowdown = flags.fake_rank_slowdown;
+  options.fake_faults = flags.fake_faults;
+  return options;
+}
+
+// Rank 0's whole stages per clock (Perseus's profile), the other ranks serving it.
+int run_sweep(const ProfileFlags& flags, const ResolvedWorkload& w, profile::Profiler& profiler,
+              const std::vector<workload::Partition>& partitions, const std::vector<double>& clocks,
+              const nlohmann::json& identity) {
+  profile::StageSweepRequest request{clocks, flags.sequential_sms, flags.out, identity};
+  fmt::print("Per stage, instruction and clock: the whole instruction (its layers' partitions and the stage's "
+             "other work, sequential), time = the slowest rank's, energy per GPU\n");
+  std::fflush(stdout);
+  const profile::StageSweepOutcome outcome =
+      profile::run_stage_sweep(profiler.session(), w.model, w.parallel, partitions, request);
+  profiler.close();
+  for (const auto& m : outcome.measurements) {
+    fmt::print("  stage {} {:<8} {:>6g} MHz  {:10.6f} s  {:10.4f} J\n", m.stage, pipeline::to_string(m.type),
+               m.freq_mhz, m.time_s, m.energy_j);
+  }
+  fmt::print("{} measured now; wrote {} (kareus frontier --profile {} --stages {} ...)\n", outcome.measured_now,
+             profile::stage_profile_path(flags.out).string(), profile::stage_profile_path(flags.out).string(),
+             w.parallel.pp);
+  return 0;
+}
+
+// --compare-sim: each measured knob beside the simulated GPU's figures for it.
+std::string sim_comparison_csv(const profile::ProfileOutcome& outcome, const hardware::GpuSpec& gpu,
+                               const std::vector<workload::Partition>& partitions) {
+  const evaluate::SimulatedEvaluator sim(gpu);
+  std::string csv = "partition,freq_mhz,sms,slot,time_s,energy_j,sim_time_s,sim_energy_j,sim_time_error,sim_energy_error\n";
+  for (const auto& r : outcome.results) {
+    const workload::Partition& p = workload::find_partition(partitions, r.key);
+    for (const auto& m : r.successful) {
+      const evaluate::EvalResult s = sim.evaluate(p, m.knob);
+      csv += fmt::format("{},{:g},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.4f},{:.4f}\n", r.key, m.knob.freq_mhz, m.knob.sms,
+                         m.knob.slot, m.time_s, m.energy_j, s.time_s, s.energy_j, s.time_s / m.time_s - 1,
+                         s.energy_j / m.energy_j - 1);
     }
   }
-  std::vector<const workload::Partition*> chosen;
-  for (const auto& key : keys) chosen.push_back(&workload::find_partition(partitions, key));
+  return csv;
+}
+
+int run_profile_command(const ProfileFlags& flags) {
+  const ResolvedWorkload w = resolve_workload(flags.workload);
+  const profile::ProfilerOptions profiling = profiler_options(flags);
+  if (flags.p_static && flags.stage_sweep) {
+    throw InputError({"", 0, 0, "--p-static"}, "measures P_static alone; run --stage-sweep separately");
+  }
+  const std::vector<double> clocks = parse_numbers(flags.clocks, "--clocks");
+  const search::PartitionSearchOptions options = search_options(flags, clocks);
+  const std::vector<workload::Partition> partitions = profiled_partitions(flags, w);
+  const std::vector<const workload::Partition*> chosen = chosen_partitions(flags.partition, partitions);
   for (const auto* p : chosen) search::prepare_search(*p, w.gpu, options);  // a bad grid fails before any GPU work
 
-  profile::ProfilerOptions profiler_options;
-  profiler_options.device = *device;
-  profiler_options.collective = *collective;
-  profiler_options.measurement.window_s = flags.window_s;
-  profiler_options.measurement.warmup_s = flags.warmup_s;
-  profiler_options.measurement.cool_down_s = flags.cool_down_s;
-  profiler_options.fake_rank_slowdown = flags.fake_rank_slowdown;
-  profiler_options.fake_faults = flags.fake_faults;
   // What the partitions' costs depend on: the journals resume under kareus search and plan.
   const nlohmann::json identity = journal_identity(w);
-  profile::Profiler profiler(w.model, w.parallel, w.gpu, partitions, identity, profiler_options);
-  const bool fake = *device == profile::DeviceKind::kFake;
+  profile::Profiler profiler(w.model, w.parallel, w.gpu, partitions, identity, profiling);
   auto header = [&] {
     fmt::print("{}\n", describe(w));
     fmt::print("Measuring on {} ({} rank{}){}\n", profiler.session().device_name(), profiler.world().size(),
                profiler.world().size() == 1 ? "" : "s",
-               fake ? ": fake GPUs driven by the simulated model, not a measurement" : "");
+               profiling.device == profile::DeviceKind::kFake ? ": fake GPUs driven by the simulated model, not a measurement" : "");
   };
   if (flags.p_static) return run_p_static(flags, w, profiler, clocks, header);
   if (!profiler.leader()) {
@@ -228,50 +247,21 @@ int run_profile_command(const ProfileFlags& flags) {
     return 0;
   }
   header();
-  if (flags.stage_sweep) {
-    profile::StageSweepRequest request{clocks, flags.sequential_sms, flags.out, identity};
-    fmt::print("Per stage, instruction and clock: the whole instruction (its layers' partitions and the stage's "
-               "other work, sequential), time = the slowest rank's, energy per GPU\n");
-    std::fflush(stdout);
-    const profile::StageSweepOutcome outcome =
-        profile::run_stage_sweep(profiler.session(), w.model, w.parallel, partitions, request);
-    profiler.close();
-    for (const auto& m : outcome.measurements) {
-      fmt::print("  stage {} {:<8} {:>6g} MHz  {:10.6f} s  {:10.4f} J\n", m.stage, pipeline::to_string(m.type),
-                 m.freq_mhz, m.time_s, m.energy_j);
-    }
-    fmt::print("{} measured now; wrote {} (kareus frontier --profile {} --stages {} ...)\n", outcome.measured_now,
-               profile::stage_profile_path(flags.out).string(), profile::stage_profile_path(flags.out).string(),
-               w.parallel.pp);
-    return 0;
-  }
+  if (flags.stage_sweep) return run_sweep(flags, w, profiler, partitions, clocks, identity);
   fmt::print("Per knob: time = the slowest rank's, energy = per GPU (mean over the ranks), one run of the partition\n");
   std::fflush(stdout);
-  profile::ProfileRequest request{chosen, options, flags.out, identity};
-  profile::ProfileOutcome outcome = profile::run_profile(
-      profiler.session(), request, [](const std::string& key, const search::SearchProgress& p) {
+  const profile::ProfileOutcome outcome = profile::run_profile(
+      profiler.session(), {chosen, options, flags.out, identity},
+      [](const std::string& key, const search::SearchProgress& p) {
         spdlog::debug("profile {}: {}/{} measurements", key, p.measurements, p.budget);
       });
   profiler.close();
-
   for (const auto& r : outcome.results) {
     fmt::print("  {:<14} {:>5} knobs, {:>4} measured, {:>3} on the frontier\n", r.key, r.grid_size,
                r.outcome.measurements.size(), r.frontier.size());
   }
   if (flags.compare_sim) {
-    const evaluate::SimulatedEvaluator sim(w.gpu);
-    std::string csv =
-        "partition,freq_mhz,sms,slot,time_s,energy_j,sim_time_s,sim_energy_j,sim_time_error,sim_energy_error\n";
-    for (const auto& r : outcome.results) {
-      const workload::Partition& p = workload::find_partition(partitions, r.key);
-      for (const auto& m : r.successful) {
-        const evaluate::EvalResult s = sim.evaluate(p, m.knob);
-        csv += fmt::format("{},{:g},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.4f},{:.4f}\n", r.key, m.knob.freq_mhz,
-                           m.knob.sms, m.knob.slot, m.time_s, m.energy_j, s.time_s, s.energy_j,
-                           s.time_s / m.time_s - 1, s.energy_j / m.energy_j - 1);
-      }
-    }
-    write_file_atomic(std::filesystem::path(flags.out) / "comparison.csv", csv);
+    write_file_atomic(std::filesystem::path(flags.out) / "comparison.csv", sim_comparison_csv(outcome, w.gpu, partitions));
   }
   fmt::print("{} knobs measured now; wrote {}/measurements.csv, ranks.csv{} and a journal per partition\n",
              outcome.measured_now, flags.out, flags.compare_sim ? ", comparison.csv" : "");

@@ -12,11 +12,13 @@
 #include <optional>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/range_flags.hpp"
 #include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/search_flags.hpp"
 #include "kareus/cli/workload_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/planner/planner.hpp"
 #include "kareus/search/partition_search.hpp"
 #include "kareus/workload/partition.hpp"
 
@@ -39,41 +41,6 @@ struct SearchFlags {
   std::optional<double> stop_threshold;
   bool serial = false;
 };
-
-// "LO:HI:STEP" → (LO, HI, STEP).
-std::array<double, 3> parse_range(const std::string& text, const std::string& flag) {
-  std::array<double, 3> v{};
-  std::size_t start = 0;
-  for (int i = 0; i < 3; ++i) {
-    std::size_t end = text.find(':', start);
-    if ((i < 2) == (end == std::string::npos)) {
-      throw InputError({"", 0, 0, flag}, fmt::format("expected LO:HI:STEP, got '{}'", text));
-    }
-    std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    try {
-      std::size_t used = 0;
-      v[static_cast<std::size_t>(i)] = std::stod(part, &used);
-      if (used != part.size() || !std::isfinite(v[static_cast<std::size_t>(i)])) throw std::invalid_argument(part);
-    } catch (const std::exception&) {
-      throw InputError({"", 0, 0, flag}, fmt::format("expected LO:HI:STEP, got '{}'", text));
-    }
-    start = end + 1;
-  }
-  if (!(v[2] > 0) || v[0] > v[1]) throw InputError({"", 0, 0, flag}, fmt::format("expected LO <= HI and STEP > 0, got '{}'", text));
-  return v;
-}
-
-std::vector<workload::Partition> all_partitions(const ResolvedWorkload& w) {
-  std::vector<workload::Partition> parts = workload::build_partitions(w.model, w.parallel);
-  for (int s = 0; s < w.parallel.pp; ++s) {
-    for (auto& extra : workload::non_partition_work(w.model, w.parallel, s)) {
-      bool seen = false;
-      for (const auto& p : parts) seen = seen || p.key == extra.key;
-      if (!seen) parts.push_back(std::move(extra));
-    }
-  }
-  return parts;
-}
 
 std::filesystem::path journal_path(const SearchFlags& flags, const std::string& key, bool several) {
   if (flags.journal.empty()) return search::journal_path(flags.out, key);
@@ -132,65 +99,118 @@ class ProgressPrinter {
   std::chrono::steady_clock::time_point last_;
 };
 
-int run_search_command(const SearchFlags& flags) {
-  // Everything is checked before any journal or output is touched.
-  const ResolvedWorkload w = resolve_workload(flags.workload);
+search::PartitionSearchOptions search_options(const SearchFlags& flags) {
   search::PartitionSearchOptions options;
   apply_search_flags(flags.search, options);
   if (flags.batch < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
   if (flags.out.empty()) throw InputError({"", 0, 0, "--out"}, "an output directory is required");
-
   options.batch_size = static_cast<std::size_t>(flags.batch);
   options.initial_points = flags.initial;
   options.include_baseline_knobs = flags.baselines;
   options.stop_threshold = flags.stop_threshold;
   options.parallel = !flags.serial;
-  auto clocks = parse_range(flags.clocks, "--clocks");
+  const auto clocks = parse_range(flags.clocks, "--clocks");
   options.grid.min_clock_mhz = clocks[0];
   options.grid.max_clock_mhz = clocks[1];
   options.grid.clock_step_mhz = clocks[2];
   options.grid.sequential_sms = flags.sequential_sms;
   if (!flags.sms.empty()) {
-    auto sms = parse_range(flags.sms, "--sms");
     std::vector<int> levels;
-    for (double s = sms[0]; s <= sms[1] + 1e-9; s += sms[2]) levels.push_back(static_cast<int>(std::lround(s)));
+    for (double s : range_values(parse_range(flags.sms, "--sms"))) levels.push_back(static_cast<int>(std::lround(s)));
     options.grid.sms = levels;
   }
+  return options;
+}
 
-  const std::vector<workload::Partition> partitions = all_partitions(w);
-  std::vector<const workload::Partition*> chosen;
-  if (flags.partition == "all") {
-    for (const auto& p : partitions) chosen.push_back(&p);
-  } else {
-    chosen.push_back(&workload::find_partition(partitions, flags.partition));
-  }
-
-  // A table file without a partition column holds the one partition asked for.
-  std::optional<std::string> table_key;
-  if (chosen.size() == 1) table_key = chosen.front()->key;
-  const evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, w.gpu, {}, table_key);
-  std::vector<workload::Partition> searched;
-  for (const workload::Partition* p : chosen) searched.push_back(*p);
-  report_sample_use(evaluator, searched);
+void print_header(const ResolvedWorkload& w, const evaluate::Evaluator& evaluator) {
   const bool model = evaluator.provenance() == evaluate::Provenance::kModel;
-  const nlohmann::json identity = journal_identity(w);
-
-  std::vector<search::PreparedSearch> prepared;
-  std::vector<std::filesystem::path> journals;
-  for (const workload::Partition* p : chosen) {
-    prepared.push_back(search::prepare_search(*p, evaluator, options));
-    journals.push_back(journal_path(flags, p->key, chosen.size() > 1));
-    search::Journal::check(journals.back(), {identity, p->key, evaluator.name()});
-  }
-
   fmt::print("{}\n", describe(w));
   fmt::print("Evaluator: {}\n", model ? fmt::format("{} (the simulated GPU model: a model, not a measurement)", evaluator.name())
                                       : fmt::format("{} (measured samples)", evaluator.name()));
   fmt::print("Energy: one GPU running the partition once (J); effective energy = energy − {} W × time\n",
              w.gpu.static_power_w);
   fmt::print("Engine: {} (host-bound: a frontier knob the host issues slower than the GPU runs it)\n", w.engine.name);
-
   std::fflush(stdout);
+}
+
+nlohmann::ordered_json partition_json(const search::PartitionSearchResult& r, std::size_t host_bound,
+                                      const std::filesystem::path& journal) {
+  return {{"grid_size", r.grid_size},
+          {"space", r.restricted ? "the evaluator's knobs" : "the grid"},
+          {"space_size", r.space_size},
+          {"unusable_knobs", r.unusable.size()},
+          {"budget", r.budget},
+          {"measurements", r.outcome.measurements.size()},
+          {"measured_knobs", r.successful.size()},
+          {"measured_this_run", r.outcome.measured_now},
+          {"failed", r.failed},
+          {"stop", std::string(search::to_string(r.outcome.stop))},
+          {"frontier_points", r.frontier.size()},
+          {"effective_frontier_points", r.effective_frontier.size()},
+          {"hypervolume", {{"value_j_s", r.hypervolume.hypervolume},
+                           {"objectives", "time (s) x real energy (J) of one GPU"},
+                           {"reference", {{"time_s", r.hypervolume.reference.time_s},
+                                          {"energy_j", r.hypervolume.reference.energy_j}}}}},
+          {"host_bound_frontier_knobs", host_bound},
+          {"journal", journal.string()}};
+}
+
+// Measured = knobs of the space with a result; a failure is not measured. A table's space is the
+// grid its knobs span, of which only they are available.
+void print_partition(const search::PartitionSearchResult& r, std::size_t host_bound) {
+  const std::size_t measured = r.successful.size();
+  std::string space = r.restricted ? fmt::format("{:>5} knobs in the table", r.space_size) : fmt::format("{:>5} knobs", r.space_size);
+  if (!r.unusable.empty()) space += fmt::format(" ({} of its records not of this partition's space)", r.unusable.size());
+  fmt::print("  {:<14} {}, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective frontier, stop: {}{}\n",
+             r.key, space, measured,
+             100.0 * static_cast<double>(measured) / static_cast<double>(std::max<std::size_t>(1, r.space_size)),
+             r.failed ? fmt::format(", {} failed", r.failed) : "", r.frontier.size(), r.effective_frontier.size(),
+             search::to_string(r.outcome.stop), host_bound ? fmt::format(", {} frontier knobs host-bound", host_bound) : "");
+}
+
+nlohmann::ordered_json summary_json(const SearchFlags& flags, const ResolvedWorkload& w, const evaluate::Evaluator& evaluator,
+                                    const nlohmann::json& identity, nlohmann::ordered_json partitions) {
+  nlohmann::ordered_json summary;
+  summary["format"] = "kareus-search-summary";
+  summary["version"] = 1;
+  summary["workload"] = nlohmann::ordered_json::parse(identity.dump());
+  summary["evaluator"] = evaluator.name();
+  summary["provenance"] = evaluator.provenance() == evaluate::Provenance::kModel ? "model" : "measurement";
+  summary["mode"] = flags.search.mode;
+  summary["seed"] = flags.search.seed;
+  summary["batch"] = flags.batch;
+  summary["energy_scope"] = "one GPU running the partition once";
+  summary["static_power_w"] = w.gpu.static_power_w;
+  summary["engine"] = w.engine.name;
+  summary["partitions"] = std::move(partitions);
+  return summary;
+}
+
+int run_search_command(const SearchFlags& flags) {
+  // Everything is checked before any journal or output is touched.
+  const ResolvedWorkload w = resolve_workload(flags.workload);
+  const search::PartitionSearchOptions options = search_options(flags);
+  const std::vector<workload::Partition> partitions = planner::job_partitions({w.model, w.parallel, ""});
+  std::vector<workload::Partition> searched;
+  if (flags.partition == "all") {
+    searched = partitions;
+  } else {
+    searched.push_back(workload::find_partition(partitions, flags.partition));
+  }
+  // A table file without a partition column holds the one partition asked for.
+  const std::optional<std::string> table_key = searched.size() == 1 ? std::optional(searched.front().key) : std::nullopt;
+  const evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, w.gpu, {}, table_key);
+  report_sample_use(evaluator, searched);
+  const nlohmann::json identity = journal_identity(w);
+  std::vector<search::PreparedSearch> prepared;
+  std::vector<std::filesystem::path> journals;
+  for (const workload::Partition& p : searched) {
+    prepared.push_back(search::prepare_search(p, evaluator, options));
+    journals.push_back(journal_path(flags, p.key, searched.size() > 1));
+    search::Journal::check(journals.back(), {identity, p.key, evaluator.name()});
+  }
+
+  print_header(w, evaluator);
   ProgressPrinter printer(::isatty(STDERR_FILENO) != 0);
   nlohmann::ordered_json summary_parts = nlohmann::ordered_json::object();
   std::vector<std::pair<std::string, std::string>> outputs;
@@ -198,66 +218,19 @@ int run_search_command(const SearchFlags& flags) {
     const search::PreparedSearch& ps = prepared[i];
     printer.start(ps.partition->key, i, prepared.size());
     search::SearchProgress last;
-    search::PartitionSearchResult r = search::run_prepared_search(ps, evaluator, identity, journals[i],
-                                                                  [&](const search::SearchProgress& p) {
-                                                                    last = p;
-                                                                    printer.update(p);
-                                                                  });
+    const search::PartitionSearchResult r = search::run_prepared_search(
+        ps, evaluator, identity, journals[i], [&](const search::SearchProgress& p) { printer.update(last = p); });
     printer.update(last, true);
-    const std::string& key = r.key;
     std::size_t host_bound = 0;  // frontier knobs the engine's host issues slower than the GPU runs them
     for (const search::Measurement& m : r.frontier) host_bound += engine::host_time_s(w.engine, *ps.partition, m.knob) > m.time_s;
-    outputs.emplace_back(key + ".frontier.csv", search::frontier_csv(r.frontier));
-    outputs.emplace_back(key + ".effective.frontier.csv", search::frontier_csv(r.effective_frontier));
-    summary_parts[key] = {
-        {"grid_size", r.grid_size},
-        {"space", r.restricted ? "the evaluator's knobs" : "the grid"},
-        {"space_size", r.space_size},
-        {"unusable_knobs", r.unusable.size()},
-        {"budget", r.budget},
-        {"measurements", r.outcome.measurements.size()},
-        {"measured_knobs", r.successful.size()},
-        {"measured_this_run", r.outcome.measured_now},
-        {"failed", r.failed},
-        {"stop", std::string(search::to_string(r.outcome.stop))},
-        {"frontier_points", r.frontier.size()},
-        {"effective_frontier_points", r.effective_frontier.size()},
-        {"hypervolume", {{"value_j_s", r.hypervolume.hypervolume},
-                         {"objectives", "time (s) x real energy (J) of one GPU"},
-                         {"reference", {{"time_s", r.hypervolume.reference.time_s},
-                                        {"energy_j", r.hypervolume.reference.energy_j}}}}},
-        {"host_bound_frontier_knobs", host_bound},
-        {"journal", journals[i].string()},
-    };
-    // Measured = knobs of the space with a result; a failure is not measured. A table's space is
-    // the grid its knobs span, of which only they are available.
-    const std::size_t measured = r.successful.size();
-    std::string space = r.restricted ? fmt::format("{:>5} knobs in the table", r.space_size) : fmt::format("{:>5} knobs", r.space_size);
-    if (!r.unusable.empty()) space += fmt::format(" ({} of its records not of this partition's space)", r.unusable.size());
-    fmt::print("  {:<14} {}, {:>4} measured ({:.1f}%){}, {:>3} on the frontier, {:>3} on the effective frontier, stop: {}{}\n",
-               key, space, measured,
-               100.0 * static_cast<double>(measured) / static_cast<double>(std::max<std::size_t>(1, r.space_size)),
-               r.failed ? fmt::format(", {} failed", r.failed) : "", r.frontier.size(), r.effective_frontier.size(),
-               search::to_string(r.outcome.stop),
-               host_bound ? fmt::format(", {} frontier knobs host-bound", host_bound) : "");
+    outputs.emplace_back(r.key + ".frontier.csv", search::frontier_csv(r.frontier));
+    outputs.emplace_back(r.key + ".effective.frontier.csv", search::frontier_csv(r.effective_frontier));
+    summary_parts[r.key] = partition_json(r, host_bound, journals[i]);
+    print_partition(r, host_bound);
   }
-
-  nlohmann::ordered_json summary;
-  summary["format"] = "kareus-search-summary";
-  summary["version"] = 1;
-  summary["workload"] = nlohmann::ordered_json::parse(identity.dump());
-  summary["evaluator"] = evaluator.name();
-  summary["provenance"] = model ? "model" : "measurement";
-  summary["mode"] = flags.search.mode;
-  summary["seed"] = flags.search.seed;
-  summary["batch"] = flags.batch;
-  summary["energy_scope"] = "one GPU running the partition once";
-  summary["static_power_w"] = w.gpu.static_power_w;
-  summary["engine"] = w.engine.name;
-  summary["partitions"] = summary_parts;
   const std::filesystem::path dir = flags.out;
   for (const auto& [name, content] : outputs) write_file_atomic(dir / name, content);
-  write_file_atomic(dir / "summary.json", summary.dump(1) + "\n");
+  write_file_atomic(dir / "summary.json", summary_json(flags, w, evaluator, identity, std::move(summary_parts)).dump(1) + "\n");
   fmt::print("Wrote {}/summary.json and {} frontier files\n", dir.string(), outputs.size());
   return 0;
 }
