@@ -32,7 +32,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   const std::string text = read_text_file(path);
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number overflow
     throw InputError({path.string(), 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
   }
 }

@@ -102,6 +102,8 @@ nlohmann::ordered_json parse_json_file(const std::filesystem::path& path) {
     auto colon = what.find(": ");
     throw InputError({path.string(), line, column, ""},
                      "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const nlohmann::ordered_json::exception& e) {  // out_of_range: a number overflows a double
+    throw InputError({path.string(), 0, 0, ""}, fmt::format("invalid JSON: {}", e.what()));
   }
 }
 

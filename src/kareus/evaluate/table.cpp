@@ -103,7 +103,7 @@ void TableEvaluator::add_jsonl(const std::filesystem::path& path,
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number overflow
       throw InputError({source, number, 0, ""}, fmt::format("not a JSON object: {}", e.what()));
     }
     if (!doc.is_object()) throw InputError({source, number, 0, ""}, "not a JSON object");

@@ -61,7 +61,7 @@ nlohmann::json read_config_document(const std::filesystem::path& path) {
   if (path.extension() == ".json") {
     try {
       doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number overflow
       throw InputError({source, 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
     }
   } else {
