@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "kareus/core/error.hpp"
 #include "kareus/workload/config_file.hpp"
@@ -94,6 +95,7 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
   WorkloadFlags f = flags;
   ResolvedWorkload out;
   std::vector<int> config_layers;
+  std::map<std::string, std::string> from_config;  // workload key -> its key in the config file
   if (!f.config.empty()) {
     const nlohmann::json doc = workload::read_config_document(f.config);
     auto given = [&](const std::string& key) {
@@ -116,6 +118,7 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
         throw InputError(where, fmt::format("unknown key; known keys: {}", fmt::join(all, ", ")));
       }
       if (given(key)) continue;  // the command line wins
+      from_config[key] = raw_key;
       auto text = [&]() -> std::string {
         if (!value.is_string())
           throw InputError(where, fmt::format("must be a string, got {}", value.dump()));
@@ -165,8 +168,24 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
     }
   }
 
-  out.model = workload::load_model(f.model);
-  out.gpu = hardware::load_gpu(f.gpu);
+  // An unknown model or GPU name is refused where the name came from: the config file's key or the
+  // flag (a file that does not read is named by the file itself).
+  auto named = [&](const std::string& key, auto load) {
+    try {
+      return load();
+    } catch (const InputError& e) {
+      if (!e.location().file.empty()) throw;
+      const auto it = from_config.find(key);
+      const InputLocation where = it != from_config.end() ? InputLocation{f.config, 0, 0, it->second}
+                                                          : InputLocation{"", 0, 0, "--" + key};
+      if (e.location().file == where.file && e.location().field == where.field) throw;
+      std::string what = e.what();
+      if (const std::string flag = "field '--" + key + "': "; what.starts_with(flag)) what.erase(0, flag.size());
+      throw InputError(where, what);
+    }
+  };
+  out.model = named("model", [&] { return workload::load_model(f.model); });
+  out.gpu = named("gpu", [&] { return hardware::load_gpu(f.gpu); });
   if (f.power_limit_w) out.gpu = hardware::with_power_limit(std::move(out.gpu), *f.power_limit_w, "--power-limit");
   out.engine = engine::load_engine(f.engine);
   workload::ParallelConfig p;
