@@ -90,83 +90,92 @@ void reject_workload_flags(const WorkloadFlags& flags, std::string_view fixing_f
   }
 }
 
+// One workload key of a config file onto the flags it stands for.
+void assign_config_value(const std::string& key, const nlohmann::json& value, const InputLocation& where,
+                         WorkloadFlags& f, std::vector<int>& layers) {
+  auto text = [&]() -> std::string {
+    if (!value.is_string()) throw InputError(where, fmt::format("must be a string, got {}", value.dump()));
+    return value.get<std::string>();
+  };
+  auto integer = [&]() -> int {
+    if (!value.is_number_integer()) throw InputError(where, fmt::format("must be an integer, got {}", value.dump()));
+    return value.get<int>();
+  };
+  if (key == "model") {
+    f.model = text();
+  } else if (key == "gpu") {
+    f.gpu = text();
+  } else if (key == "tp") {
+    f.tp = integer();
+  } else if (key == "cp") {
+    f.cp = integer();
+  } else if (key == "pp") {
+    f.pp = integer();
+  } else if (key == "dp") {
+    f.dp = integer();
+  } else if (key == "mbs") {
+    f.mbs = integer();
+  } else if (key == "seq") {
+    f.seq = integer();
+  } else if (key == "microbatches") {
+    f.microbatches = integer();
+  } else if (key == "checkpointing") {
+    f.checkpointing = text();
+  } else if (key == "hidden_dropout") {
+    if (!value.is_number()) throw InputError(where, fmt::format("must be a number, got {}", value.dump()));
+    f.hidden_dropout = value.get<double>();
+  } else if (key == "layers_per_stage") {
+    if (!value.is_array()) {
+      f.layers_per_stage = text();
+      return;
+    }
+    for (const auto& n : value) {
+      if (!n.is_number_integer()) throw InputError(where, fmt::format("must list integers, got {}", value.dump()));
+      layers.push_back(n.get<int>());
+    }
+    if (layers.empty()) throw InputError(where, "must list each stage's layers");
+  }
+}
+
+// What --config gives: its workload keys onto `f` where the command line gave none (the command
+// line wins), its extra keys into `extra`; returns each workload key's spelling in the file.
+std::map<std::string, std::string> read_config(const WorkloadFlags& flags, const std::vector<std::string>& extra_keys,
+                                               WorkloadFlags& f, std::vector<int>& layers,
+                                               nlohmann::json& extra) {
+  std::map<std::string, std::string> from_config;  // workload key -> its key in the config file
+  const nlohmann::json doc = workload::read_config_document(f.config);
+  auto given = [&](const std::string& key) {
+    auto it = flags.options.find(key);
+    return it != flags.options.end() && it->second && it->second->count() > 0;
+  };
+  for (const auto& item : doc.items()) {  // not a structured binding: clang before 16 cannot capture one
+    const std::string& raw_key = item.key();
+    const std::string key = normalized(raw_key);
+    const InputLocation where{f.config, 0, 0, raw_key};
+    if (std::find(extra_keys.begin(), extra_keys.end(), raw_key) != extra_keys.end()) {
+      extra[raw_key] = item.value();
+      continue;
+    }
+    const auto& known = workload_keys();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::vector<std::string> all = known;
+      all.insert(all.end(), extra_keys.begin(), extra_keys.end());
+      throw InputError(where, fmt::format("unknown key; known keys: {}", fmt::join(all, ", ")));
+    }
+    if (given(key)) continue;
+    from_config[key] = raw_key;
+    assign_config_value(key, item.value(), where, f, layers);
+  }
+  return from_config;
+}
+
 ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
                                   const std::vector<std::string>& extra_keys) {
   WorkloadFlags f = flags;
   ResolvedWorkload out;
   std::vector<int> config_layers;
   std::map<std::string, std::string> from_config;  // workload key -> its key in the config file
-  if (!f.config.empty()) {
-    const nlohmann::json doc = workload::read_config_document(f.config);
-    auto given = [&](const std::string& key) {
-      auto it = flags.options.find(key);
-      return it != flags.options.end() && it->second && it->second->count() > 0;
-    };
-    for (const auto& item : doc.items()) {  // not a structured binding: clang before 16 cannot capture one
-      const std::string& raw_key = item.key();
-      const nlohmann::json& value = item.value();
-      const std::string key = normalized(raw_key);
-      const InputLocation where{f.config, 0, 0, raw_key};
-      if (std::find(extra_keys.begin(), extra_keys.end(), raw_key) != extra_keys.end()) {
-        out.extra[raw_key] = value;
-        continue;
-      }
-      const auto& known = workload_keys();
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
-        std::vector<std::string> all = known;
-        all.insert(all.end(), extra_keys.begin(), extra_keys.end());
-        throw InputError(where, fmt::format("unknown key; known keys: {}", fmt::join(all, ", ")));
-      }
-      if (given(key)) continue;  // the command line wins
-      from_config[key] = raw_key;
-      auto text = [&]() -> std::string {
-        if (!value.is_string())
-          throw InputError(where, fmt::format("must be a string, got {}", value.dump()));
-        return value.get<std::string>();
-      };
-      auto integer = [&]() -> int {
-        if (!value.is_number_integer())
-          throw InputError(where, fmt::format("must be an integer, got {}", value.dump()));
-        return value.get<int>();
-      };
-      if (key == "model")
-        f.model = text();
-      else if (key == "gpu")
-        f.gpu = text();
-      else if (key == "tp")
-        f.tp = integer();
-      else if (key == "cp")
-        f.cp = integer();
-      else if (key == "pp")
-        f.pp = integer();
-      else if (key == "dp")
-        f.dp = integer();
-      else if (key == "mbs")
-        f.mbs = integer();
-      else if (key == "seq")
-        f.seq = integer();
-      else if (key == "microbatches")
-        f.microbatches = integer();
-      else if (key == "checkpointing")
-        f.checkpointing = text();
-      else if (key == "hidden_dropout") {
-        if (!value.is_number()) throw InputError(where, fmt::format("must be a number, got {}", value.dump()));
-        f.hidden_dropout = value.get<double>();
-      }
-      else if (key == "layers_per_stage") {
-        if (value.is_array()) {
-          for (const auto& n : value) {
-            if (!n.is_number_integer())
-              throw InputError(where, fmt::format("must list integers, got {}", value.dump()));
-            config_layers.push_back(n.get<int>());
-          }
-          if (config_layers.empty()) throw InputError(where, "must list each stage's layers");
-        } else {
-          f.layers_per_stage = text();
-        }
-      }
-    }
-  }
+  if (!f.config.empty()) from_config = read_config(flags, extra_keys, f, config_layers, out.extra);
 
   // An unknown model or GPU name is refused where the name came from: the config file's key or the
   // flag (a file that does not read is named by the file itself).
