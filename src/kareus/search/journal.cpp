@@ -42,12 +42,15 @@ JournalHeader decode_header(const std::string& line, const std::string& where) {
   } catch (const nlohmann::json::exception&) {
     throw InputError({where, 1, 0, ""}, "not a Kareus search journal (the first line is not JSON)");
   }
-  if (!doc.is_object() || doc.value("format", "") != kFormat) {
+  // Compared as JSON values: value("version", 0) would throw JSON's type_error on a version of
+  // another type.
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != kFormat) {
     throw InputError({where, 1, 0, "format"}, "not a Kareus search journal");
   }
-  if (doc.value("version", 0) != kVersion) {
+  if (!doc.contains("version") || doc["version"] != kVersion) {
     throw InputError({where, 1, 0, "version"},
-                     fmt::format("journal version {} is not supported (expected {})", doc.value("version", 0), kVersion));
+                     fmt::format("journal version {} is not supported (expected {})",
+                                 doc.contains("version") ? doc["version"].dump() : "(none)", kVersion));
   }
   try {
     JournalHeader h;
