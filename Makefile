@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 
-.PHONY: deps configure build tool run test bench clean
+.PHONY: deps configure build tool run test sanitize fuzz bench clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -25,6 +25,16 @@ run: tool
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# ASan + UBSan over the core, solver, runtime and CLI tests and the fuzz inputs; TSan over the
+# solver's and the runtime's threads (docs/testing.md).
+sanitize: deps
+	@JOBS=$(JOBS) bash scripts/sanitize.sh
+
+# Every fuzz target for FUZZ_SECONDS each (libFuzzer; skipped, exit 0, without clang).
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash scripts/fuzz.sh
 
 # Solver speed, simulated-evaluator throughput and (slow, minutes) the search's sample efficiency.
 bench: build

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}
-common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAREUS_BUILD_BENCH=OFF -DKAREUS_CUDA=OFF)
+common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAREUS_BUILD_TESTS=ON -DKAREUS_BUILD_BENCH=OFF -DKAREUS_CUDA=OFF)
 if command -v clang++ >/dev/null; then
   cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DKAREUS_FUZZ=ON \
     -DKAREUS_WERROR=OFF "${common[@]}" >/dev/null
