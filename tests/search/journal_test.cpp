@@ -204,6 +204,33 @@ TEST_F(JournalTest, AWholeGarbledLastLineIsRefusedUntouched) {
   EXPECT_EQ(read_text_file(path_), before);
 }
 
+// A measurement line's integers must be integers an int holds: get<int>() of 1e300 or of 24.5 is
+// undefined behaviour (or a silent truncation), and the line is someone's edit to fix.
+TEST_F(JournalTest, AnSmOrBatchThatIsNoIntIsRefusedNamingItsLine) {
+  {
+    Journal j = Journal::open(path_, header());
+    j.append(sample(0));
+  }
+  const std::string intact = read_text_file(path_);
+  nlohmann::json line = nlohmann::json::parse(encode_measurement(sample(1)));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"sm", 1e300}, {"sm", 24.5}, {"sm", 4294967296LL}, {"sm", "24"}, {"batch", 1e300}, {"batch", -1e20}}) {
+    nlohmann::json bad = line;
+    bad[key] = value;
+    write_file_atomic(path_, intact + bad.dump() + "\n");
+    try {
+      (void)Journal::read(path_);
+      FAIL() << key << " = " << value.dump() << " was read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(":3: '" + key + "' must be an integer"), std::string::npos) << e.what();
+    }
+  }
+  nlohmann::json missing = line;
+  missing.erase("batch");
+  write_file_atomic(path_, intact + missing.dump() + "\n");
+  EXPECT_EQ(Journal::read(path_).measurements.back().batch, 0) << "a line without batch is of the initial design";
+}
+
 // A full disk (here a file-size limit, with SIGXFSZ ignored so that the write fails instead of
 // killing the process): the append throws EnvironmentError (exit code 3, not a bug's 70) and the
 // journal is cut back to its whole lines, so that the next append, or a rerun, starts on a fresh

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/artifact_format.hpp"
@@ -241,6 +243,21 @@ std::string encode_measurement(const Measurement& m) {
   return doc.dump();
 }
 
+namespace {
+
+// An integer field of a measurement line, `fallback` when absent: a JSON integer within an int's
+// range (get<int>() of a float such as 1e300 is undefined behaviour).
+int int_field(const nlohmann::json& doc, const char* key, const std::string& where, std::optional<int> fallback) {
+  const auto it = doc.find(key);
+  if (it == doc.end() && fallback) return *fallback;
+  if (it == doc.end()) throw InputError(fmt::format("{}: a measurement needs '{}'", where, key));
+  const bool fits = it->is_number_integer() && *it >= std::numeric_limits<int>::min() && *it <= std::numeric_limits<int>::max();
+  if (!fits) throw InputError(fmt::format("{}: '{}' must be an integer, got {}", where, key, it->dump()));
+  return it->get<int>();
+}
+
+}  // namespace
+
 Measurement decode_measurement(const std::string& line, const std::string& where) {
   nlohmann::json doc;
   try {
@@ -252,7 +269,7 @@ Measurement decode_measurement(const std::string& line, const std::string& where
     Measurement m;
     m.knob.freq_mhz = doc.at("freq").get<double>();
     m.knob.slot = doc.at("overlap_start").get<std::string>();
-    m.knob.sms = doc.at("sm").get<int>();
+    m.knob.sms = int_field(doc, "sm", where, std::nullopt);
     std::string status = doc.value("status", "ok");
     if (status != "ok" && status != "failed") throw InputError(where + ": status must be ok or failed");
     m.ok = status == "ok";
@@ -266,7 +283,7 @@ Measurement decode_measurement(const std::string& line, const std::string& where
     auto pass = parse_pick_pass(doc.value("pass", "initial"));
     if (!pass) throw InputError(where + ": unknown pass '" + doc.value("pass", "") + "'");
     m.pass = *pass;
-    m.batch = doc.value("batch", 0);
+    m.batch = int_field(doc, "batch", where, 0);
     auto p = doc.find("predicted");
     if (p != doc.end() && p->is_object()) {
       m.predicted = Prediction{p->at("time_s").get<double>(),         p->at("time_sd_s").get<double>(),
