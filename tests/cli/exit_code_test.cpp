@@ -32,5 +32,13 @@ TEST_F(ExitCodeCli, BadInputIsTwo) {
   testing::expect_one_line_error(run("simulate --plan " + path("missing.json")), "missing.json");
 }
 
+// A value CLI11 cannot convert is quoted back: a newline in it stays an escape, the line one line.
+TEST_F(ExitCodeCli, AFlagThatDoesNotParseIsOneLineWhateverItQuotes) {
+  const testing::CliResult r = run("plan --tp 'x\ny'");
+  EXPECT_EQ(r.exit_code, 2);
+  testing::expect_one_line_error(r, "--tp");
+  EXPECT_NE(r.err.find("x\\ny"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace kareus::cli

@@ -22,6 +22,8 @@ enum class ExitCode : int { kBadInput = 2, kDeviceOrEnvironment = 3, kInternal =
 ExitCode exit_code_for(const std::exception& e);
 // The one line on stderr: "kareus: error: <what>", a bug saying it is one.
 std::string failure_line(const std::exception& e);
+// The one line on stderr for flags that do not parse: "kareus: error: <what> (see kareus --help)".
+std::string usage_failure_line(const std::exception& e);
 
 #define KAREUS_COMMAND(name) Action register_##name(CLI::App& app);
 #include "kareus/cli/command_list.inc"

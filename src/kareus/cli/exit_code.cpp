@@ -49,4 +49,8 @@ std::string failure_line(const std::exception& e) {
                      one_line(e.what()));
 }
 
+std::string usage_failure_line(const std::exception& e) {
+  return fmt::format("kareus: error: {} (see kareus --help)\n", one_line(e.what()));
+}
+
 }  // namespace kareus::cli

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kareus: error: %s (see kareus --help)\n", e.what());
+    std::fputs(kareus::cli::usage_failure_line(e).c_str(), stderr);
     return static_cast<int>(kareus::cli::ExitCode::kBadInput);
   }
   // Diagnostics go to stderr, so that stdout carries data only (e.g. `kareus frontier --csv`).
