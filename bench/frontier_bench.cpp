@@ -20,7 +20,7 @@ const std::filesystem::path kProfiles = std::filesystem::path(KAREUS_DATA_DIR) /
 // `unit_s` unset: the solver's default unit (1 ms on these, where a finer walk passes its budget).
 void run(benchmark::State& state, const OptionTable& table, int stages, int microbatches,
          std::optional<double> unit_s) {
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
+  auto schedule = kareus::schedule::PipelineSchedule::make(kareus::schedule::ScheduleKind::k1F1B, stages, microbatches);
   Frontier frontier;
   const auto rounds = static_cast<int>(state.range(0));
   for (auto _ : state) {

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pipeline::OptionTable table;
   if (!fuzz::holds_contract("profile.csv", [&] { table = pipeline::read_option_table(path, 2); })) return 0;
   fuzz::holds_contract("", [&] {
-    const auto schedule = pipeline::PipelineSchedule::make(pipeline::ScheduleKind::k1F1B, 2, 4);
+    const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 2, 4);
     pipeline::FrontierSolver solver(table, schedule,
                                     {.p_blocking_w = 60, .local_search_rounds = 2, .local_search_budget = 1e4});
     int steps = 0;

@@ -18,6 +18,10 @@ from pathlib import Path
 # (module, the later module it names): why it is not fixed yet.
 KNOWN: dict = {}
 
+# What a training job links: the runtime reaches (through every CMake link and include, directly or
+# not) only these modules, so its C library and Python module carry no solver, search or compose.
+RUNTIME_REACHES = {"core", "schedule", "hardware", "plan", "runtime"}
+
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".c", ".cu", ".cuh", ".inc"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]kareus/([A-Za-z0-9_]+)/')
 TARGET = re.compile(r"\bkareus_([a-z0-9_]+)")
@@ -76,6 +80,7 @@ def main(argv):
     src = root / "src" / "kareus"
 
     problems, known_seen = [], {}
+    names = {module: set() for module in modules}  # the modules each one names
     for directory in sorted(p for p in src.iterdir() if p.is_dir()):
         if directory.name not in rank:
             problems.append(f"src/kareus/{directory.name}/: not a module of KAREUS_MODULES")
@@ -86,12 +91,13 @@ def main(argv):
             continue
         for path in sorted(directory.rglob("*")):
             if path.name == "CMakeLists.txt":
-                kind, names = "links", cmake_names(path, modules)
+                kind, found = "links", cmake_names(path, modules)
             elif path.suffix in SOURCE_SUFFIXES:
-                kind, names = "includes", include_names(path)
+                kind, found = "includes", include_names(path)
             else:
                 continue
-            for line, named in names:
+            for line, named in found:
+                names.setdefault(module, set()).add(named)
                 place = f"{path.relative_to(root)}:{line}"
                 if named not in rank:
                     problems.append(f"{place}: {module} includes kareus/{named}/, not a module")
@@ -101,6 +107,16 @@ def main(argv):
                         known_seen.setdefault((module, named), []).append(message)
                     else:
                         problems.append(message)
+
+    reached, todo = set(), ["runtime"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(names.get(module, ()))
+    for module in sorted(reached - RUNTIME_REACHES):
+        problems.append(f"the runtime reaches {module} (what a training job links: "
+                        f"{', '.join(sorted(RUNTIME_REACHES))})")
 
     print("module order: " + " ".join(modules))
     for pair, messages in sorted(known_seen.items()):

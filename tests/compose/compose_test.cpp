@@ -13,7 +13,7 @@
 namespace kareus::compose {
 namespace {
 
-using pipeline::InstructionType;
+using schedule::InstructionType;
 
 struct Job {
   workload::ModelSpec model = workload::load_model("llama-3.2-3b");
@@ -55,7 +55,7 @@ TEST(Compose, SplitBackwardIsTheBackwardLessItsWeightGradients) {
   ASSERT_TRUE(table.splits_backward());
   for (int stage = 0; stage < s.parallel.pp; ++stage) {
     const double per_clock = s.parallel.layers_per_stage[static_cast<std::size_t>(stage)] * 2 * 1.1;
-    const auto& w = table.at(stage, pipeline::OptionSlot::kBackwardWeight);
+    const auto& w = table.at(stage, schedule::OptionSlot::kBackwardWeight);
     ASSERT_EQ(w.size(), 2u);
     for (const auto& o : w) {
       const bool fast = o.freq_mhz == 1410;
@@ -64,7 +64,7 @@ TEST(Compose, SplitBackwardIsTheBackwardLessItsWeightGradients) {
       EXPECT_EQ(o.knob["partitions"][0]["key"], w_key);
     }
     const auto& backward = table.at(stage, InstructionType::kBackward);
-    const auto& b = table.at(stage, pipeline::OptionSlot::kBackwardInput);
+    const auto& b = table.at(stage, schedule::OptionSlot::kBackwardInput);
     ASSERT_EQ(b.size(), backward.size());
     for (std::size_t k = 0; k < b.size(); ++k) {
       const auto& wk = *std::find_if(w.begin(), w.end(), [&](const auto& o) { return o.freq_mhz == b[k].freq_mhz; });
@@ -94,7 +94,7 @@ TEST(Compose, ChunksSplitTheLayersAndHoldTheEmbeddingAndHeadWhereTheyRun) {
   ASSERT_EQ(chunked.num_stages(), 2);
   for (int stage = 0; stage < 2; ++stage) {
     for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
-      const auto slot = pipeline::option_slot(type);
+      const auto slot = schedule::option_slot(type);
       const auto& stage_options = whole.at(stage, slot);
       for (std::size_t k = 0; k < stage_options.size(); ++k) {
         double time = 0, energy = 0;
@@ -121,10 +121,10 @@ TEST(Compose, ChunksSplitTheLayersAndHoldTheEmbeddingAndHeadWhereTheyRun) {
     }
   }
   // The first stage's chunks differ by the embedding alone, the last's by the head.
-  EXPECT_GT(chunked.at(0, 0, pipeline::OptionSlot::kForward)[0].time_s,
-            chunked.at(0, 1, pipeline::OptionSlot::kForward)[0].time_s);
-  EXPECT_LT(chunked.at(1, 0, pipeline::OptionSlot::kForward)[0].time_s,
-            chunked.at(1, 1, pipeline::OptionSlot::kForward)[0].time_s);
+  EXPECT_GT(chunked.at(0, 0, schedule::OptionSlot::kForward)[0].time_s,
+            chunked.at(0, 1, schedule::OptionSlot::kForward)[0].time_s);
+  EXPECT_LT(chunked.at(1, 0, schedule::OptionSlot::kForward)[0].time_s,
+            chunked.at(1, 1, schedule::OptionSlot::kForward)[0].time_s);
   EXPECT_THROW(compose_option_table(s.model, s.parallel, points, {.virtual_stages = 4}), InputError);  // 14 / 4
 }
 

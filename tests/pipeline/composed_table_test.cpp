@@ -26,7 +26,7 @@ constexpr Deadline kDeadlines[] = {{3.849735, 1972.834725}, {4.026627, 1859.9500
 // The worst gap to HiGHS's plans over kDeadlines, printing each.
 double worst_gap(const SolverOptions& options, const char* name) {
   const OptionTable table = read_option_table(kTable, 2);
-  const Frontier front = solve_frontier(table, PipelineSchedule::make(ScheduleKind::k1F1B, 2, 8), options);
+  const Frontier front = solve_frontier(table, schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 2, 8), options);
   EXPECT_TRUE(front.stats.local_search_converged) << name;
   std::vector<TimeEnergy> points;
   for (const FrontierPoint& p : front.points) points.push_back(p.time_energy());
@@ -55,7 +55,7 @@ TEST(ComposedTable, DefaultFrontWithinATenthOfAPercentOfAMip) {
 // an exchange of wide moves (local_search.cpp), neither half of it alone enters the front.
 TEST(ComposedTable, FastestPlanTakesTheExchangesAtItsTime) {
   const OptionTable table = read_option_table(kTable, 2);
-  const Frontier front = solve_frontier(table, PipelineSchedule::make(ScheduleKind::k1F1B, 2, 8), {.p_blocking_w = 85});
+  const Frontier front = solve_frontier(table, schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 2, 8), {.p_blocking_w = 85});
   EXPECT_NEAR(front.points.front().time_s, 3.602086, 1e-6);
   EXPECT_LE(front.points.front().energy_j, 2301.544);
   std::printf("fastest plan %.6f s, %.3f J\n", front.points.front().time_s, front.points.front().energy_j);

@@ -17,7 +17,7 @@
 
 #include "kareus/core/pareto.hpp"
 #include "kareus/pipeline/option_table.hpp"
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 namespace kareus::pipeline::testing {
 
@@ -73,8 +73,8 @@ inline OptionTable irregular_table(std::mt19937_64& rng, int stages, double p_bl
   OptionTable table;
   table.options.resize(static_cast<std::size_t>(stages));
   for (int s = 0; s < stages; ++s) {
-    for (OptionSlot slot : kAllOptionSlots) {
-      const bool split = slot == OptionSlot::kBackwardInput || slot == OptionSlot::kBackwardWeight;
+    for (schedule::OptionSlot slot : schedule::kAllOptionSlots) {
+      const bool split = slot == schedule::OptionSlot::kBackwardInput || slot == schedule::OptionSlot::kBackwardWeight;
       if (split && !split_backward) continue;
       table.at(s, slot) = irregular_options(rng, p_blocking_w, max_options);
     }
@@ -84,25 +84,25 @@ inline OptionTable irregular_table(std::mt19937_64& rng, int stages, double p_bl
 }
 
 // The exact (time, energy) Pareto front over every option assignment, time ascending.
-inline std::vector<TimeEnergy> enumerated_frontier(const OptionTable& table, const PipelineSchedule& schedule,
+inline std::vector<TimeEnergy> enumerated_frontier(const OptionTable& table, const schedule::PipelineSchedule& schedule,
                                                    double p_blocking_w) {
   const int stages = schedule.num_stages();
   struct Slot {
     int stage;
-    const Instruction* instruction;
+    const schedule::Instruction* instruction;
     const std::vector<StageOption>* options;
   };
   std::vector<Slot> slots;
   for (int s = 0; s < stages; ++s) {
-    for (const Instruction& ins : schedule.stage_order(s)) slots.push_back({s, &ins, &table.at(s, option_slot(ins))});
+    for (const schedule::Instruction& ins : schedule.stage_order(s)) slots.push_back({s, &ins, &table.at(s, schedule::option_slot(ins))});
   }
   const std::size_t n = slots.size();
   const int microbatches = schedule.num_microbatches();
   std::vector<std::size_t> choice(n, 0);
   // finish[stage][slot][microbatch], NaN until run.
-  std::vector<double> finish(static_cast<std::size_t>(stages) * kNumOptionSlots * static_cast<std::size_t>(microbatches));
-  auto at = [&](int s, OptionSlot t, int m) -> double& {
-    return finish[(static_cast<std::size_t>(s) * kNumOptionSlots + static_cast<std::size_t>(t)) *
+  std::vector<double> finish(static_cast<std::size_t>(stages) * schedule::kNumOptionSlots * static_cast<std::size_t>(microbatches));
+  auto at = [&](int s, schedule::OptionSlot t, int m) -> double& {
+    return finish[(static_cast<std::size_t>(s) * schedule::kNumOptionSlots + static_cast<std::size_t>(t)) *
                       static_cast<std::size_t>(microbatches) +
                   static_cast<std::size_t>(m)];
   };
@@ -125,15 +125,15 @@ inline std::vector<TimeEnergy> enumerated_frontier(const OptionTable& table, con
       for (int s = 0; s < stages; ++s) {
         const auto su = static_cast<std::size_t>(s);
         while (next[su] < schedule.stage_order(s).size()) {
-          const Instruction& ins = schedule.stage_order(s)[next[su]];
+          const schedule::Instruction& ins = schedule.stage_order(s)[next[su]];
           double ready = 0;
-          const OptionSlot slot_kind = option_slot(ins);
-          if (slot_kind == OptionSlot::kForward && s > 0) ready = at(s - 1, slot_kind, ins.microbatch);
-          if (slot_kind == OptionSlot::kBackward || slot_kind == OptionSlot::kBackwardInput) {
+          const schedule::OptionSlot slot_kind = schedule::option_slot(ins);
+          if (slot_kind == schedule::OptionSlot::kForward && s > 0) ready = at(s - 1, slot_kind, ins.microbatch);
+          if (slot_kind == schedule::OptionSlot::kBackward || slot_kind == schedule::OptionSlot::kBackwardInput) {
             // A backward (or its B) needs the next stage's, or on the last stage its own forward.
-            ready = s + 1 < stages ? at(s + 1, slot_kind, ins.microbatch) : at(s, OptionSlot::kForward, ins.microbatch);
+            ready = s + 1 < stages ? at(s + 1, slot_kind, ins.microbatch) : at(s, schedule::OptionSlot::kForward, ins.microbatch);
           }
-          if (slot_kind == OptionSlot::kBackwardWeight) ready = at(s, OptionSlot::kBackwardInput, ins.microbatch);
+          if (slot_kind == schedule::OptionSlot::kBackwardWeight) ready = at(s, schedule::OptionSlot::kBackwardInput, ins.microbatch);
           if (std::isnan(ready)) break;
           const std::size_t slot = first[su] + next[su];
           const StageOption& o = (*slots[slot].options)[choice[slot]];
@@ -159,10 +159,10 @@ inline std::vector<TimeEnergy> enumerated_frontier(const OptionTable& table, con
 }
 
 // Number of assignments the enumeration visits.
-inline double assignment_count(const OptionTable& table, const PipelineSchedule& schedule) {
+inline double assignment_count(const OptionTable& table, const schedule::PipelineSchedule& schedule) {
   double count = 1;
   for (int s = 0; s < schedule.num_stages(); ++s) {
-    for (const Instruction& ins : schedule.stage_order(s)) count *= static_cast<double>(table.at(s, option_slot(ins)).size());
+    for (const schedule::Instruction& ins : schedule.stage_order(s)) count *= static_cast<double>(table.at(s, schedule::option_slot(ins)).size());
   }
   return count;
 }

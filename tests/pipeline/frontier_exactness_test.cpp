@@ -23,7 +23,7 @@ long env_or(const char* name, long fallback) {
 
 struct Instance {
   OptionTable table;
-  PipelineSchedule schedule;
+  schedule::PipelineSchedule schedule;
   SolverOptions options;
 };
 
@@ -38,9 +38,9 @@ Instance tiny_instance(std::uint64_t seed, double max_assignments) {
     const double p = p_choices[std::uniform_int_distribution<int>(0, 3)(rng)];
     const double units[] = {1e-4, 1e-3, 2e-3};
     const double unit = units[std::uniform_int_distribution<int>(0, 2)(rng)];
-    const auto kind = std::uniform_int_distribution<int>(0, 1)(rng) == 0 ? ScheduleKind::k1F1B : ScheduleKind::kGPipe;
+    const auto kind = std::uniform_int_distribution<int>(0, 1)(rng) == 0 ? schedule::ScheduleKind::k1F1B : schedule::ScheduleKind::kGPipe;
     OptionTable table = testing::irregular_table(rng, stages, p, 4);
-    auto schedule = PipelineSchedule::make(kind, stages, microbatches);
+    auto schedule = schedule::PipelineSchedule::make(kind, stages, microbatches);
     if (testing::assignment_count(table, schedule) > max_assignments) continue;
     // The local search to convergence: the budget is what exactness costs on big pipelines.
     return {std::move(table), std::move(schedule), {.p_blocking_w = p, .unit_time_s = unit, .local_search_rounds = 1000}};
@@ -55,10 +55,10 @@ RC_GTEST_PROP(FrontierExactness, EveryValidIrregularTableYieldsAFrontier, ()) {
   const int microbatches = *rc::gen::inRange(1, 9);
   const double p = *rc::gen::element(0.0, 60.0, 83.64, 140.0);
   const auto unit = *rc::gen::element<std::optional<double>>(1e-5, 1e-4, 1e-3, 1e-2, std::nullopt);  // unset: chosen
-  const auto kind = *rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe);
+  const auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe);
   const auto model = *rc::gen::element(CostModelKind::kHull, CostModelKind::kExponential);
   OptionTable table = testing::irregular_table(rng, stages, p, *rc::gen::inRange(1, 12));
-  auto schedule = PipelineSchedule::make(kind, stages, microbatches);
+  auto schedule = schedule::PipelineSchedule::make(kind, stages, microbatches);
   Frontier front;
   try {
     front = solve_frontier(table, schedule, {.p_blocking_w = p, .unit_time_s = unit, .cost_model = model});
@@ -66,7 +66,7 @@ RC_GTEST_PROP(FrontierExactness, EveryValidIrregularTableYieldsAFrontier, ()) {
     RC_FAIL(std::string("internal error: ") + e.what() + " (table seed " + std::to_string(seed) + ")");
   }
   RC_ASSERT(!front.points.empty());
-  const InstructionDag dag(schedule);
+  const schedule::InstructionDag dag(schedule);
   for (std::size_t k = 0; k < front.points.size(); ++k) {
     const FrontierPoint& q = front.points[k];
     const TimeEnergy truth = evaluate_assignment(table, dag, q.assignment, p);
@@ -80,12 +80,12 @@ TEST(FrontierExactness, TheIssueReproducerYieldsTheExactFrontier) {
   // 1 stage, 3 microbatches at 0.1 ms: its hull's integer slopes once broke convexity.
   OptionTable table;
   table.options.resize(1);
-  table.at(0, InstructionType::kForward) = {{1410, 0.016515391, 5.294489256, nullptr},
+  table.at(0, schedule::InstructionType::kForward) = {{1410, 0.016515391, 5.294489256, nullptr},
                                             {1395, 0.018304849, 1.974897819, nullptr}};
-  table.at(0, InstructionType::kBackward) = {{1410, 0.024978143, 8.536331892, nullptr},
+  table.at(0, schedule::InstructionType::kBackward) = {{1410, 0.024978143, 8.536331892, nullptr},
                                              {1395, 0.031397717, 8.664798790, nullptr},
                                              {1380, 0.031968636, 8.516385082, nullptr}};
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 1, 3);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 1, 3);
   Frontier front = solve_frontier(table, schedule, {.p_blocking_w = 60, .unit_time_s = 1e-4});
   std::vector<TimeEnergy> ours;
   for (const FrontierPoint& q : front.points) ours.push_back(q.time_energy());
@@ -154,7 +154,7 @@ TEST(FrontierExactness, ZeroBubbleWithinATenthOfAPercentOfEnumeration) {
     const auto seed = static_cast<std::uint64_t>(k + 1);
     std::mt19937_64 rng(seed);
     OptionTable table;
-    std::optional<PipelineSchedule> schedule;
+    std::optional<schedule::PipelineSchedule> schedule;
     double p = 0;
     do {
       const int stages = std::uniform_int_distribution<int>(1, 2)(rng);
@@ -162,12 +162,12 @@ TEST(FrontierExactness, ZeroBubbleWithinATenthOfAPercentOfEnumeration) {
       const double p_choices[] = {0.0, 60.0, 83.64};
       p = p_choices[std::uniform_int_distribution<int>(0, 2)(rng)];
       table = testing::irregular_table(rng, stages, p, 3, /*split_backward=*/true);
-      schedule = PipelineSchedule::make(ScheduleKind::kZeroBubbleH1, stages, microbatches);
+      schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::kZeroBubbleH1, stages, microbatches);
     } while (testing::assignment_count(table, *schedule) > 4096);
     const auto exact = testing::enumerated_frontier(table, *schedule, p);
     ASSERT_FALSE(exact.empty()) << "seed " << seed;
     const Frontier front = solve_frontier(table, *schedule, {.p_blocking_w = p, .unit_time_s = 1e-4});
-    const InstructionDag dag(*schedule);
+    const schedule::InstructionDag dag(*schedule);
     std::vector<TimeEnergy> ours;
     for (const FrontierPoint& q : front.points) {
       ours.push_back(q.time_energy());
@@ -186,7 +186,7 @@ TEST(FrontierExactness, ZeroBubbleWithinATenthOfAPercentOfEnumeration) {
 TEST(FrontierExactness, ZeroBubbleNeedsOptionsOfItsOwn) {
   std::mt19937_64 rng(1);
   const OptionTable table = testing::irregular_table(rng, 2, 60, 3);
-  const auto schedule = PipelineSchedule::make(ScheduleKind::kZeroBubbleH1, 2, 4);
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::kZeroBubbleH1, 2, 4);
   try {
     (void)solve_frontier(table, schedule, {.p_blocking_w = 60});
     FAIL() << "solved without B and W options";

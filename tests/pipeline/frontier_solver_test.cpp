@@ -17,7 +17,7 @@
 namespace kareus::pipeline {
 namespace {
 // The exact discrete frontier by enumerating every assignment, depth first in topological order.
-std::vector<TimeEnergy> exact_frontier(const OptionTable& table, const InstructionDag& dag, double p) {
+std::vector<TimeEnergy> exact_frontier(const OptionTable& table, const schedule::InstructionDag& dag, double p) {
   const std::size_t n = dag.num_nodes();
   auto order = dag.topological_order();
   std::vector<double> finish(n);
@@ -59,8 +59,8 @@ TEST(FrontierSolver, StaysWithinOnePercentOfTheExactDiscreteFrontier) {
       OptionTable table = testing::seeded_table(
           seed * 7919 + static_cast<unsigned>(c.stages * 100 + c.microbatches * 10 + c.options), c.stages,
           c.options);
-      auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, c.stages, c.microbatches);
-      InstructionDag dag(schedule);
+      auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, c.stages, c.microbatches);
+      schedule::InstructionDag dag(schedule);
       const double p = 70;
       auto exact = exact_frontier(table, dag, p);
       Frontier ours = solve_frontier(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-4});
@@ -91,7 +91,7 @@ RC_GTEST_PROP(FrontierSolver, SolveFrontierKeepsTheParetoPlansOfEveryStep, ()) {
   const int stages = *rc::gen::inRange(1, 5);
   const int microbatches = *rc::gen::inRange(1, 9);
   OptionTable table = *testing::random_table(stages, 2, 8);
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, stages, microbatches);
   const SolverOptions options{.p_blocking_w = 60, .unit_time_s = 5e-4, .local_search_rounds = 0};
   Frontier front = solve_frontier(table, schedule, options);
   FrontierSolver solver(table, schedule, options);
@@ -127,7 +127,7 @@ RC_GTEST_PROP(FrontierSolver, SolveFrontierIsTheSameOnOneThreadAsOnFour, ()) {
   const int stages = *rc::gen::inRange(1, 5);
   const int microbatches = *rc::gen::inRange(1, 9);
   OptionTable table = *testing::random_table(stages, 2, 8);
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, stages, microbatches);
   const SolverOptions options{.p_blocking_w = 60, .unit_time_s = 5e-4};
   auto solve = [&] { return solve_frontier(table, schedule, options); };
   const Frontier one = kareus::testing::on_threads(1, solve), four = kareus::testing::on_threads(4, solve);
@@ -144,16 +144,16 @@ RC_GTEST_PROP(FrontierSolver, SolveFrontierIsTheSameOnOneThreadAsOnFour, ()) {
 
 TEST(FrontierSolver, FrontierIsParetoAndEndsAtTheFastestPossiblePlan) {
   OptionTable table = testing::seeded_table(42, 3, 10);
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 3, 6);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 3, 6);
   Frontier f = solve_frontier(table, schedule, {.p_blocking_w = 80});
   ASSERT_FALSE(f.points.empty());
   for (std::size_t i = 1; i < f.points.size(); ++i) {
     EXPECT_GT(f.points[i].time_s, f.points[i - 1].time_s);
     EXPECT_LT(f.points[i].energy_j, f.points[i - 1].energy_j);
   }
-  InstructionDag dag(schedule);
+  schedule::InstructionDag dag(schedule);
   std::vector<double> fastest;
-  for (const Instruction& ins : dag.instructions()) {
+  for (const schedule::Instruction& ins : dag.instructions()) {
     double best = 1e9;
     for (const StageOption& o : table.at(ins.stage, ins.type)) best = std::min(best, o.time_s);
     fastest.push_back(best);

@@ -20,14 +20,14 @@ namespace {
 // A small random pipeline for the local search properties (1–3 stages, 1–5 microbatches).
 struct SmallPipeline {
   OptionTable table;
-  PipelineSchedule schedule;
+  schedule::PipelineSchedule schedule;
 };
 SmallPipeline random_small_pipeline() {
   const int stages = *rc::gen::inRange(1, 4);
   const int microbatches = *rc::gen::inRange(1, 6);
   OptionTable table = *testing::random_table(stages, 1, 6);
-  auto kind = *rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe);
-  return {std::move(table), PipelineSchedule::make(kind, stages, microbatches)};
+  auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe);
+  return {std::move(table), schedule::PipelineSchedule::make(kind, stages, microbatches)};
 }
 
 // `a` no slower and no dearer than `b`, up to rounding: the solver and evaluate_assignment sum the
@@ -60,10 +60,10 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
   const int stages = table.num_stages();
   const double p = 60;
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
-  const InstructionDag& dag = solver.dag();
+  const schedule::InstructionDag& dag = solver.dag();
   std::vector<OperationCost> costs;  // per (stage, type), as the solver builds them
   for (int s = 0; s < stages; ++s) {
-    for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
+    for (schedule::InstructionType type : {schedule::InstructionType::kForward, schedule::InstructionType::kBackward}) {
       costs.emplace_back(table.at(s, type), p, 1e-3, CostModelKind::kHull, "test");
     }
   }
@@ -81,7 +81,7 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
         offered.push_back(move);
       }
       for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
-        const Instruction& ins = dag.instruction(v);
+        const schedule::Instruction& ins = dag.instruction(v);
         const OperationCost& c = costs[static_cast<std::size_t>(ins.stage) * 2 + static_cast<std::size_t>(ins.type)];
         const std::size_t at = c.candidate_of(plan.assignment[v]);
         for (std::size_t to : {at - 2, at - 1, at + 1}) {
@@ -104,7 +104,7 @@ RC_GTEST_PROP(FrontierSolver, WideMovesOfferEveryMoveWithinTheirReachThatCanPay,
   const double p = 60;
   const std::size_t reach = *rc::gen::inRange<std::size_t>(2, 6);
   FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
-  const InstructionDag& dag = solver.dag();
+  const schedule::InstructionDag& dag = solver.dag();
   const auto candidates = solver.candidates();
   for (auto plans = solver.next(); !plans.empty(); plans = solver.next()) {
     for (const FrontierPoint& plan : plans) {
@@ -137,12 +137,12 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOnlyImprovesTheFront, ()) {
   const int stages = *rc::gen::inRange(1, 4);
   const int microbatches = *rc::gen::inRange(1, 6);
   OptionTable table = *testing::random_table(stages, 2, 6);
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, stages, microbatches);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, stages, microbatches);
   Frontier plain = solve_frontier(table, schedule, {.p_blocking_w = 60, .local_search_rounds = 0});
   Frontier searched = solve_frontier(table, schedule, {.p_blocking_w = 60});
   std::vector<TimeEnergy> points;
   for (const FrontierPoint& q : searched.points) {
-    TimeEnergy truth = evaluate_assignment(table, InstructionDag(schedule), q.assignment, 60);
+    TimeEnergy truth = evaluate_assignment(table, schedule::InstructionDag(schedule), q.assignment, 60);
     RC_ASSERT(std::abs(truth.time_s - q.time_s) < 1e-9);
     RC_ASSERT(std::abs(truth.energy_j - q.energy_j) < 1e-6);
     points.push_back(q.time_energy());
@@ -200,13 +200,13 @@ TEST(FrontierSolver, CutMoveLeavesALocalOptimumOfOneOptionMoves) {
   auto option = [](double time_s, double energy_j) { return StageOption{1410, time_s, energy_j, nullptr}; };
   OptionTable table;
   table.options.resize(2);
-  table.at(0, OptionSlot::kForward) = {option(0.010, 1)};
-  table.at(0, OptionSlot::kBackward) = {option(0.020, 3), option(0.030, 2)};
-  table.at(1, OptionSlot::kForward) = {option(0.010, 2), option(0.015, 1)};
-  table.at(1, OptionSlot::kBackward) = {option(0.010, 2), option(0.015, 1)};
-  const auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 2, 2);
+  table.at(0, schedule::OptionSlot::kForward) = {option(0.010, 1)};
+  table.at(0, schedule::OptionSlot::kBackward) = {option(0.020, 3), option(0.030, 2)};
+  table.at(1, schedule::OptionSlot::kForward) = {option(0.010, 2), option(0.015, 1)};
+  table.at(1, schedule::OptionSlot::kBackward) = {option(0.010, 2), option(0.015, 1)};
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 2, 2);
   const std::vector<TimeEnergy> exact = testing::enumerated_frontier(table, schedule, 0);
-  const InstructionDag dag(schedule);
+  const schedule::InstructionDag dag(schedule);
   // Stage 0 runs F0 F1 B0 B1, stage 1 F0 B0 F1 B1: B0 on stage 0 slow, stage 1's microbatch 1 slow.
   const std::vector<std::uint16_t> assignment{0, 0, 1, 0, 0, 0, 1, 1};
   const TimeEnergy plan_te = evaluate_assignment(table, dag, assignment, 0);

@@ -42,8 +42,8 @@ TEST_F(OptionTableFile, ReadsOptionsAndCarriesExtraColumnsAsKnob) {
       write("stage,instruction,frequency,time,energy,sms,slot\n0,forward,1410,0.05,20,12,linear_1\n"
             "0,backward,1200,0.1,40,6,none\n"),
       1);
-  ASSERT_EQ(table.at(0, InstructionType::kForward).size(), 1u);
-  const StageOption& o = table.at(0, InstructionType::kForward)[0];
+  ASSERT_EQ(table.at(0, schedule::InstructionType::kForward).size(), 1u);
+  const StageOption& o = table.at(0, schedule::InstructionType::kForward)[0];
   EXPECT_EQ(o.freq_mhz, 1410);
   EXPECT_EQ(o.knob["sms"], "12");
   EXPECT_EQ(o.knob["slot"], "linear_1");
@@ -76,12 +76,12 @@ TEST_F(OptionTableFile, BackwardInputAndWeightRowsFillTheirSlots) {
   const OptionTable split = read_option_table(
       write(kGood + "0,backward_input,1410,0.06,25\n0,backward_weight,1410,0.04,15\n0,backward_weight,1200,0.05,13\n"), 1);
   EXPECT_TRUE(split.splits_backward());
-  ASSERT_EQ(split.at(0, OptionSlot::kBackwardInput).size(), 1u);
-  ASSERT_EQ(split.at(0, OptionSlot::kBackwardWeight).size(), 2u);
-  EXPECT_EQ(split.at(0, OptionSlot::kBackwardWeight)[1].freq_mhz, 1200);
-  EXPECT_EQ(split.at(0, OptionSlot::kBackwardInput)[0].time_s, 0.06);
+  ASSERT_EQ(split.at(0, schedule::OptionSlot::kBackwardInput).size(), 1u);
+  ASSERT_EQ(split.at(0, schedule::OptionSlot::kBackwardWeight).size(), 2u);
+  EXPECT_EQ(split.at(0, schedule::OptionSlot::kBackwardWeight)[1].freq_mhz, 1200);
+  EXPECT_EQ(split.at(0, schedule::OptionSlot::kBackwardInput)[0].time_s, 0.06);
   EXPECT_NE(error_of(kGood + "0,backward_input,1410,0.06,25\n").find("no backward_weight"), std::string::npos);
-  for (OptionSlot slot : kAllOptionSlots) EXPECT_EQ(parse_option_slot(to_string(slot)), slot);
+  for (schedule::OptionSlot slot : schedule::kAllOptionSlots) EXPECT_EQ(schedule::parse_option_slot(to_string(slot)), slot);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ std::vector<TimeEnergy> read_points(const std::filesystem::path& path, const cha
 // At the solver's default settings (unit and local search budget).
 std::vector<TimeEnergy> our_frontier(const std::string& model, int microbatches) {
   OptionTable table = read_option_table(kData / "stage_profile" / (model + "+a100_sxm_bf16.csv"), 8);
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 8, microbatches);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 8, microbatches);
   Frontier f = solve_frontier(table, schedule, {.p_blocking_w = kBlockingPowerW});
   std::vector<TimeEnergy> points;
   for (const auto& p : f.points) points.push_back(p.time_energy());
@@ -38,7 +38,7 @@ std::vector<TimeEnergy> our_frontier(const std::string& model, int microbatches)
 // worth with two cores or more, none with one. How many depends on timing; the front must not.
 TEST(PerseusData, FrontIsTheSameOnOneThreadAsOnFour) {
   OptionTable table = read_option_table(kData / "stage_profile" / "gpt3-175b+a100_sxm_bf16.csv", 8);
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 8, 24);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 8, 24);
   auto solve = [&] { return solve_frontier(table, schedule, {.p_blocking_w = kBlockingPowerW}); };
   const Frontier one = kareus::testing::on_threads(1, solve), four = kareus::testing::on_threads(4, solve);
   ASSERT_EQ(one.points.size(), four.points.size());

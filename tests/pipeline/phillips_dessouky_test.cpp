@@ -20,15 +20,15 @@ RC_GTEST_PROP(FrontierSolver, EveryStepShortensByOneUnitAndModelCostNeverFalls, 
   const int stages = *rc::gen::inRange(1, 5);
   const int microbatches = *rc::gen::inRange(1, 7);
   OptionTable table = *testing::random_table(stages, 2, 8);
-  auto kind = *rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe);
+  auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe);
   auto model = *rc::gen::element(CostModelKind::kHull, CostModelKind::kExponential);
-  auto schedule = PipelineSchedule::make(kind, stages, microbatches);
+  auto schedule = schedule::PipelineSchedule::make(kind, stages, microbatches);
   SolverOptions options{.p_blocking_w = 60, .unit_time_s = 1e-3, .cost_model = model,
                         .reclaim_slack = true, .refine_fast_end = false};
   FrontierSolver solver(table, schedule, options);
   // The model's energy of the planned durations, from the operations' costs directly.
   std::vector<OperationCost> costs;
-  for (const Instruction& ins : solver.dag().instructions()) {
+  for (const schedule::Instruction& ins : solver.dag().instructions()) {
     costs.emplace_back(table.at(ins.stage, ins.type), 60, 1e-3, model, "operation");
   }
   auto model_energy_j = [&](double planned_time_s) {

@@ -20,17 +20,17 @@ TEST(FrontierSolver, EnergyChargesIdleTimeAtBlockingPower) {
   // One stage, one microbatch: T = t_f + t_b, energy = E_f + E_b exactly (no idle time).
   OptionTable table;
   table.options.resize(1);
-  table.at(0, InstructionType::kForward) = {{1410, 0.010, 4.0, nullptr}};
-  table.at(0, InstructionType::kBackward) = {{1410, 0.020, 8.0, nullptr}};
-  auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 1, 1);
-  InstructionDag dag(schedule);
+  table.at(0, schedule::InstructionType::kForward) = {{1410, 0.010, 4.0, nullptr}};
+  table.at(0, schedule::InstructionType::kBackward) = {{1410, 0.020, 8.0, nullptr}};
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 1, 1);
+  schedule::InstructionDag dag(schedule);
   TimeEnergy te = evaluate_assignment(table, dag, std::vector<std::uint16_t>{0, 0}, 50);
   EXPECT_NEAR(te.time_s, 0.030, 1e-12);
   EXPECT_NEAR(te.energy_j, 12.0, 1e-12);
   // Two stages: each GPU idles while the other works; idle time is charged at P.
   table.options.resize(2, table.options[0]);
-  auto two = PipelineSchedule::make(ScheduleKind::k1F1B, 2, 1);
-  InstructionDag dag2(two);
+  auto two = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 2, 1);
+  schedule::InstructionDag dag2(two);
   TimeEnergy te2 = evaluate_assignment(table, dag2, std::vector<std::uint16_t>(4, 0), 50);
   EXPECT_NEAR(te2.time_s, 0.060, 1e-12);
   EXPECT_NEAR(te2.energy_j, 24.0 + 50 * (2 * 0.060 - 0.060), 1e-9);
@@ -43,7 +43,7 @@ RC_GTEST_PROP(FrontierSolver, ReclaimingSlackKeepsTheTimeAndNeverCostsMore, ()) 
   const int stages = *rc::gen::inRange(1, 5);
   const int microbatches = *rc::gen::inRange(1, 7);
   OptionTable table = *testing::random_table(stages, 1, 8);
-  auto schedule = PipelineSchedule::make(*rc::gen::element(ScheduleKind::k1F1B, ScheduleKind::kGPipe), stages,
+  auto schedule = schedule::PipelineSchedule::make(*rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe), stages,
                                          microbatches);
   SolverOptions with{.p_blocking_w = 60, .unit_time_s = 1e-3, .local_search_rounds = 0};
   SolverOptions without = with;

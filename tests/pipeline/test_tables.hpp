@@ -27,8 +27,8 @@ inline rc::Gen<OptionTable> random_table(int stages, int min_options, int max_op
     OptionTable table;
     table.options.resize(static_cast<std::size_t>(stages));
     for (int s = 0; s < stages; ++s) {
-      for (InstructionType t : {InstructionType::kForward, InstructionType::kBackward}) {
-        double base = (t == InstructionType::kForward ? 0.02 : 0.04) * *rc::gen::inRange(80, 121) / 100.0;
+      for (schedule::InstructionType t : {schedule::InstructionType::kForward, schedule::InstructionType::kBackward}) {
+        double base = (t == schedule::InstructionType::kForward ? 0.02 : 0.04) * *rc::gen::inRange(80, 121) / 100.0;
         int count = *rc::gen::inRange(min_options, max_options + 1);
         double jitter = *rc::gen::inRange(0, 3);
         table.at(s, t) = dvfs_options(base, count, jitter);
@@ -44,8 +44,8 @@ inline OptionTable seeded_table(unsigned seed, int stages, int options) {
   OptionTable table;
   table.options.resize(static_cast<std::size_t>(stages));
   for (int s = 0; s < stages; ++s) {
-    for (InstructionType t : {InstructionType::kForward, InstructionType::kBackward}) {
-      double base = (t == InstructionType::kForward ? 0.02 : 0.04) *
+    for (schedule::InstructionType t : {schedule::InstructionType::kForward, schedule::InstructionType::kBackward}) {
+      double base = (t == schedule::InstructionType::kForward ? 0.02 : 0.04) *
                     std::uniform_real_distribution<double>(0.8, 1.2)(rng);
       table.at(s, t) = dvfs_options(base, options, std::uniform_int_distribution<int>(0, 2)(rng));
     }

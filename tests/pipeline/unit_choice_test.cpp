@@ -90,12 +90,12 @@ TEST(UnitChoice, TheDefaultUnitFindsThePlansTheOneMillisecondUnitHides) {
   OptionTable table;
   table.options.resize(1);
   // Energies convex in time, so each option is a vertex of the hull.
-  table.at(0, InstructionType::kForward) = {{1410, 0.015, 20.0, nullptr},
+  table.at(0, schedule::InstructionType::kForward) = {{1410, 0.015, 20.0, nullptr},
                                             {1200, 0.02002, 10.0, nullptr},
                                             {1185, 0.02018, 9.81, nullptr},
                                             {1170, 0.02034, 9.64, nullptr}};
-  table.at(0, InstructionType::kBackward) = {{1410, 0.040, 16.0, nullptr}};
-  const auto schedule = PipelineSchedule::make(ScheduleKind::k1F1B, 1, 2);
+  table.at(0, schedule::InstructionType::kBackward) = {{1410, 0.040, 16.0, nullptr}};
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 1, 2);
   const auto exact = testing::enumerated_frontier(table, schedule, 0);
   auto gap_at = [&](std::optional<double> unit) {
     const Frontier front = solve_frontier(table, schedule, {.unit_time_s = unit, .local_search_rounds = 0});

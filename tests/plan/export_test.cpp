@@ -13,7 +13,7 @@
 namespace kareus::plan {
 namespace {
 
-using pipeline::InstructionType;
+using schedule::InstructionType;
 
 nlohmann::json entry(const char* key, int sms, const char* slot) {
   return {{"key", key}, {"sms", sms}, {"slot", slot}};

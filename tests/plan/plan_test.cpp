@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kareus/core/error.hpp"
+#include "kareus/planner/make_plan.hpp"  // the real producer of plans
 
 namespace kareus::plan {
 namespace {
@@ -20,12 +21,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using pipeline::FrontierPoint;
-using pipeline::InstructionDag;
-using pipeline::InstructionType;
+using schedule::InstructionDag;
+using schedule::InstructionType;
 using pipeline::OptionTable;
-using pipeline::PipelineSchedule;
-using pipeline::ScheduleKind;
+using schedule::PipelineSchedule;
+using schedule::ScheduleKind;
 using pipeline::StageOption;
+using planner::make_plan;
+using planner::PlanContext;
 
 ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
@@ -474,16 +477,16 @@ namespace {
 
 TEST(PlanFormat, ChunksAndSplitBackwardsRoundTrip) {
   Plan plan;
-  plan.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
+  plan.schedule = schedule::ScheduleKind::kInterleaved1F1B;
   plan.num_stages = 1;
   plan.num_microbatches = 1;
   plan.virtual_stages = 2;
   plan.energy_scope = energy_scope_for(1);
-  plan.stages = {{{pipeline::InstructionType::kForward, 0, 1410, nullptr, 0.1, 30, 1},
-                  {pipeline::InstructionType::kBackward, 0, 1200, nullptr, 0.1, 20, 1,
-                   pipeline::BackwardPart::kInputGradient},
-                  {pipeline::InstructionType::kBackward, 0, 900, nullptr, 0.1, 10, 0,
-                   pipeline::BackwardPart::kWeightGradient}}};
+  plan.stages = {{{schedule::InstructionType::kForward, 0, 1410, nullptr, 0.1, 30, 1},
+                  {schedule::InstructionType::kBackward, 0, 1200, nullptr, 0.1, 20, 1,
+                   schedule::BackwardPart::kInputGradient},
+                  {schedule::InstructionType::kBackward, 0, 900, nullptr, 0.1, 10, 0,
+                   schedule::BackwardPart::kWeightGradient}}};
   nlohmann::json written = to_json(plan);
   EXPECT_EQ(written["virtual_stages"], 2);
   EXPECT_EQ(written["stages"][0]["instructions"][1]["type"], "backward_input");

@@ -32,7 +32,7 @@ TEST(FastestPlan, ItsEnergyOnAScaledTableScalesWithTheTable) {
   gpu.time_scale = 1;
   const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(gpu);
   const pipeline::OptionTable table = baseline_option_table(Method::kPerseus, job, evaluator, {});
-  const auto schedule = pipeline::PipelineSchedule::make(pipeline::ScheduleKind::k1F1B, p.pp, p.microbatches);
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, p.pp, p.microbatches);
   const double p_blocking_w = gpu.static_power_w;
 
   std::vector<double> normalized;

@@ -4,6 +4,7 @@
 
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/simulated.hpp"
+#include "kareus/planner/make_plan.hpp"
 
 namespace kareus::planner {
 namespace {

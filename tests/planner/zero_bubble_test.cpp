@@ -8,6 +8,7 @@
 #include <map>
 
 #include "kareus/evaluate/simulated.hpp"
+#include "kareus/planner/make_plan.hpp"
 #include "kareus/planner/planner.hpp"
 #include "kareus/search/partition_search.hpp"
 #include "kareus/workload/zero_bubble.hpp"
@@ -15,7 +16,7 @@
 namespace kareus::planner {
 namespace {
 
-using pipeline::OptionSlot;
+using schedule::OptionSlot;
 
 Job job_of(int pp) {
   Job job;
@@ -29,7 +30,7 @@ Job job_of(int pp) {
 
 PlannerOptions zero_bubble() {
   PlannerOptions options;
-  options.schedule = pipeline::ScheduleKind::kZeroBubbleH1;
+  options.schedule = schedule::ScheduleKind::kZeroBubbleH1;
   return options;
 }
 
@@ -94,7 +95,7 @@ TEST(ZeroBubblePlanner, WInstructionsTakeClocksOfTheirOwn) {
       for (int s = 0; s < plan.num_stages; ++s) {
         std::map<int, double> b_clock;
         for (const plan::PlannedInstruction& ins : plan.stages[static_cast<std::size_t>(s)]) {
-          const OptionSlot slot = pipeline::option_slot({s, ins.type, ins.microbatch, ins.chunk, ins.part});
+          const OptionSlot slot = schedule::option_slot({s, ins.type, ins.microbatch, ins.chunk, ins.part});
           ASSERT_NE(slot, OptionSlot::kBackward) << "zb-h1 runs no whole backward";
           const auto& options = result.table.at(s, slot);
           EXPECT_TRUE(std::any_of(options.begin(), options.end(), [&](const auto& o) {

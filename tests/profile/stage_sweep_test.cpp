@@ -22,7 +22,7 @@
 namespace kareus::profile {
 namespace {
 
-using pipeline::InstructionType;
+using schedule::InstructionType;
 
 struct Job {
   workload::ModelSpec model = workload::load_model("llama-3.2-3b");
@@ -93,8 +93,8 @@ TEST(StageSweep, StepsAreWhatTheOptionTableComposes) {
         const auto [t, e] = model_sum(gpu, steps, 1410);
         const auto& options = table.at(stage, type);
         ASSERT_EQ(options.size(), 1u);
-        EXPECT_NEAR(options[0].time_s, t, 1e-9 * t) << stage << " " << pipeline::to_string(type);
-        EXPECT_NEAR(options[0].energy_j, e, 1e-9 * e) << stage << " " << pipeline::to_string(type);
+        EXPECT_NEAR(options[0].time_s, t, 1e-9 * t) << stage << " " << schedule::to_string(type);
+        EXPECT_NEAR(options[0].energy_j, e, 1e-9 * e) << stage << " " << schedule::to_string(type);
       }
     }
     // Stage 0 runs the embedding, the last stage the loss: their instructions differ.
@@ -116,8 +116,8 @@ TEST(StageSweep, SweepMeasuresTheModelWritesPerseusAndResumes) {
   for (const auto& m : first.measurements) {
     const auto [t, e] =
         model_sum(rig.gpu, stage_steps(job.model, job.parallel, job.partitions, m.stage, m.type, 8), m.freq_mhz);
-    EXPECT_NEAR(m.time_s, t, 1e-9 * t) << m.stage << " " << pipeline::to_string(m.type) << " @" << m.freq_mhz;
-    EXPECT_NEAR(m.energy_j, e, 1e-6 * e) << m.stage << " " << pipeline::to_string(m.type) << " @" << m.freq_mhz;
+    EXPECT_NEAR(m.time_s, t, 1e-9 * t) << m.stage << " " << schedule::to_string(m.type) << " @" << m.freq_mhz;
+    EXPECT_NEAR(m.energy_j, e, 1e-6 * e) << m.stage << " " << schedule::to_string(m.type) << " @" << m.freq_mhz;
   }
   // The pipeline's reader takes the file, and it holds what was measured.
   const pipeline::OptionTable table = pipeline::read_option_table(stage_profile_path(dir), 2);
@@ -126,7 +126,7 @@ TEST(StageSweep, SweepMeasuresTheModelWritesPerseusAndResumes) {
     for (const auto& o : table.at(m.stage, m.type)) {
       found |= o.freq_mhz == m.freq_mhz && std::abs(o.time_s - m.time_s) <= 1e-8 * m.time_s;
     }
-    EXPECT_TRUE(found) << m.stage << " " << pipeline::to_string(m.type) << " @" << m.freq_mhz;
+    EXPECT_TRUE(found) << m.stage << " " << schedule::to_string(m.type) << " @" << m.freq_mhz;
   }
   // A rerun resumes: nothing measured again, the same figures.
   const long runs = rig.executor.runs();

@@ -33,7 +33,7 @@ LoopResult run_cpp(const std::filesystem::path& plan_path) {
   for (int iteration = 0; iteration < 2; ++iteration) {
     for (std::size_t k = 0; k < cursor.instructions_per_iteration(); ++k) {
       const auto& ins = cursor.instruction(k);
-      const CommKnobs& knobs = cursor.on_instruction_begin(pipeline::to_string(ins.type));
+      const CommKnobs& knobs = cursor.on_instruction_begin(schedule::to_string(ins.type));
       result.knobs.push_back(plan::to_json(knobs).dump());
       controller.wait_idle();
       result.clocks_mhz.push_back(gpu->locked_sm_clocks_mhz()->second);
@@ -71,7 +71,7 @@ LoopResult run_c(const std::filesystem::path& plan_path) {
       const char* knobs = nullptr;
       EXPECT_EQ(
           kareus_cursor_on_instruction_begin(
-              cursor, std::string(pipeline::to_string(ins.type)).c_str(), ins.microbatch, &knobs),
+              cursor, std::string(schedule::to_string(ins.type)).c_str(), ins.microbatch, &knobs),
           KAREUS_OK)
           << kareus_last_error();
       result.knobs.push_back(knobs);

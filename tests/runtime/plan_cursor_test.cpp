@@ -23,7 +23,7 @@ TEST(PlanCursor, WalksTheStageAndSetsEachClock) {
     for (std::size_t k = 0; k < 4; ++k) {
       const auto& expected = plan.stages[1][k];
       const CommKnobs& knobs =
-          cursor.on_instruction_begin(pipeline::to_string(expected.type), expected.microbatch);
+          cursor.on_instruction_begin(schedule::to_string(expected.type), expected.microbatch);
       EXPECT_TRUE(knobs.empty());  // stage 1 carries no partition knobs
       controller.wait_idle();
       EXPECT_EQ(gpu->locked_sm_clocks_mhz(), (std::pair{static_cast<int>(expected.freq_mhz),

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 #include "kareus/plan/plan.hpp"
 #include "kareus/runtime/fake_gpu.hpp"
 #include "test_util.hpp"
@@ -42,9 +42,9 @@ inline std::string slurp(const std::filesystem::path& path) {
 // and 810 MHz; forward takes 0.05 s and 20 J, backward 0.1 s and 40 J; no communication knobs.
 inline plan::Plan make_test_plan(int stages = 2, int microbatches = 2) {
   auto schedule =
-      pipeline::PipelineSchedule::make(pipeline::ScheduleKind::k1F1B, stages, microbatches);
+      schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, stages, microbatches);
   plan::Plan p;
-  p.schedule = pipeline::ScheduleKind::k1F1B;
+  p.schedule = schedule::ScheduleKind::k1F1B;
   p.num_stages = stages;
   p.num_microbatches = microbatches;
   p.p_blocking_w = 85;
@@ -57,7 +57,7 @@ inline plan::Plan make_test_plan(int stages = 2, int microbatches = 2) {
   for (int s = 0; s < stages; ++s) {
     std::vector<plan::PlannedInstruction> list;
     for (const auto& ins : schedule.stage_order(s)) {
-      bool forward = ins.type == pipeline::InstructionType::kForward;
+      bool forward = ins.type == schedule::InstructionType::kForward;
       list.push_back({ins.type, ins.microbatch, static_cast<double>(clocks[k++ % 3]), nullptr,
                       forward ? 0.05 : 0.1, forward ? 20.0 : 40.0});
     }

@@ -62,7 +62,7 @@ LoopResult run_loop(const plan::Plan& plan, int stage, int lead, bool gpu_timed,
       stream->run_until(std::max(stream->now_s(), starts[k - static_cast<std::size_t>(lead)]));
     }
     starts.push_back(std::max(stream->device_free_s(), stream->now_s()));
-    cursor.on_instruction_begin(pipeline::to_string(order[k].type), order[k].microbatch);
+    cursor.on_instruction_begin(schedule::to_string(order[k].type), order[k].microbatch);
     stream->enqueue([&, k] {
       controller.wait_idle();
       const auto locked = gpu->locked_sm_clocks_mhz();

@@ -1,6 +1,7 @@
 // The event simulator against closed forms it must meet: the plan itself when nothing is added,
 // the textbook pipeline with transfer time, a clock change that arrives late, seeded jitter, the
 // three alignments of clock requests against the GPU's work; and the trace it writes.
+#include "kareus/planner/make_plan.hpp"
 #include "kareus/sim/simulator.hpp"
 
 #include <gtest/gtest.h>
@@ -13,10 +14,10 @@
 namespace kareus::sim {
 namespace {
 
-using pipeline::InstructionType;
-using pipeline::ScheduleKind;
+using schedule::InstructionType;
+using schedule::ScheduleKind;
 
-// A plan through the real producer (plan::make_plan on frontier point `which` of the solver) on a
+// A plan through the real producer (planner::make_plan on frontier point `which` of the solver) on a
 // table of three clocks per instruction, time in inverse proportion to the clock.
 plan::Plan solved_plan(ScheduleKind kind, int stages, int microbatches, int chunks, std::size_t which) {
   pipeline::OptionTable table;
@@ -28,18 +29,18 @@ plan::Plan solved_plan(ScheduleKind kind, int stages, int microbatches, int chun
         const double time = base * 1410.0 / f, power = 90 + 300 * (f / 1410.0) * (f / 1410.0);
         table.at(s, t).push_back({f, time, power * time, nullptr});
         if (t == InstructionType::kBackward) {  // zb-h1's B and W: 60% and 40% of it
-          table.at(s, pipeline::OptionSlot::kBackwardInput).push_back({f, 0.6 * time, 0.6 * power * time, nullptr});
-          table.at(s, pipeline::OptionSlot::kBackwardWeight).push_back({f, 0.4 * time, 0.4 * power * time, nullptr});
+          table.at(s, schedule::OptionSlot::kBackwardInput).push_back({f, 0.6 * time, 0.6 * power * time, nullptr});
+          table.at(s, schedule::OptionSlot::kBackwardWeight).push_back({f, 0.4 * time, 0.4 * power * time, nullptr});
         }
       }
     }
   }
   if (chunks > 1) table = pipeline::chunk_option_table(table, chunks);
-  auto schedule = pipeline::PipelineSchedule::make(kind, stages, microbatches, chunks);
+  auto schedule = schedule::PipelineSchedule::make(kind, stages, microbatches, chunks);
   auto front = pipeline::solve_frontier(table, schedule, {.p_blocking_w = 80, .unit_time_s = 1e-4});
-  pipeline::InstructionDag dag(schedule);
+  schedule::InstructionDag dag(schedule);
   const auto& point = front.points.at(std::min(which, front.points.size() - 1));
-  return plan::make_plan(table, dag, point, {kind, microbatches, 80, 1e-4, nullptr});
+  return planner::make_plan(table, dag, point, {kind, microbatches, 80, 1e-4, nullptr});
 }
 
 TEST(Simulator, NothingAddedIsThePlan) {
@@ -48,7 +49,7 @@ TEST(Simulator, NothingAddedIsThePlan) {
     for (std::size_t which : {0u, 3u, 100u}) {
       const plan::Plan plan = solved_plan(kind, 3, 6, chunks, which);
       const SimulationResult r = simulate(plan, {});
-      EXPECT_DOUBLE_EQ(r.time_s, plan.time_s) << pipeline::to_string(kind) << " " << which;
+      EXPECT_DOUBLE_EQ(r.time_s, plan.time_s) << schedule::to_string(kind) << " " << which;
       EXPECT_NEAR(r.energy_j, plan.energy_j, 1e-9 * plan.energy_j);
       EXPECT_TRUE(r.transfers.empty());
     }
@@ -207,7 +208,7 @@ TEST(Simulator, SyncHidesASwitchLatencyUpToTheExposure) {
       for (double latency_s : {0.0, 25e-6, kExposureS}) {
         const SimulationResult r = simulate(
             plan, {.clock_switch_latency_s = latency_s, .alignment = Alignment::kSync, .exposed_host_s = kExposureS});
-        EXPECT_EQ(r.late_clock_changes, 0) << pipeline::to_string(kind) << " " << which << " " << latency_s;
+        EXPECT_EQ(r.late_clock_changes, 0) << schedule::to_string(kind) << " " << which << " " << latency_s;
         EXPECT_EQ(r.early_clock_changes, 0);
         EXPECT_DOUBLE_EQ(r.time_s, plan.time_s);
         EXPECT_NEAR(r.energy_j, plan.energy_j, 1e-9 * plan.energy_j);

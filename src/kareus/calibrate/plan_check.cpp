@@ -15,7 +15,7 @@
 namespace kareus::calibrate {
 namespace {
 
-using pipeline::InstructionType;
+using schedule::InstructionType;
 
 Method parse_method(const CsvTable& t, std::size_t row, std::size_t col) {
   const std::string& text = t.text(row, col);
@@ -51,7 +51,7 @@ std::string job_label(const Key& k) {
 void check_order(const ReferencePlan& plan) {
   const int stages = static_cast<int>(plan.stages.size());
   const int microbatches = plan.job.parallel.microbatches;
-  auto schedule = pipeline::PipelineSchedule::make(pipeline::ScheduleKind::k1F1B, stages, microbatches);
+  auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, stages, microbatches);
   for (int s = 0; s < stages; ++s) {
     const auto expected = schedule.stage_order(s);
     const auto& got = plan.stages[static_cast<std::size_t>(s)];
@@ -107,7 +107,7 @@ std::vector<ReferencePlan> read_artifact_plans(const std::filesystem::path& plan
     Key key = read_key(clocks, r);
     if (!by_key.contains(key)) clocks.fail(r, clocks.require_column("plan"), fmt::format("plan {} is not in {}", key.plan, plans.source()));
     PlannedClock c;
-    auto type = pipeline::parse_instruction_type(clocks.text(r, ins_col));
+    auto type = schedule::parse_instruction_type(clocks.text(r, ins_col));
     if (!type) clocks.fail(r, ins_col, "expected forward or backward");
     c.type = *type;
     c.microbatch = static_cast<int>(clocks.integer(r, mb_col));
@@ -217,9 +217,9 @@ PlanCheck check_plans(const std::vector<ReferencePlan>& plans, const evaluate::E
     auto it = tables.find(group);
     if (it == tables.end()) it = tables.emplace(group, baseline_option_table(plan.method, plan.job, evaluator, options)).first;
     const pipeline::OptionTable& table = it->second;
-    auto schedule = pipeline::PipelineSchedule::make(pipeline::ScheduleKind::k1F1B, plan.job.parallel.pp,
+    auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, plan.job.parallel.pp,
                                                      plan.job.parallel.microbatches);
-    pipeline::InstructionDag dag(schedule);
+    schedule::InstructionDag dag(schedule);
     std::vector<std::uint16_t> assignment(dag.num_nodes());
     for (int s = 0; s < plan.job.parallel.pp; ++s) {
       const auto& list = plan.stages[static_cast<std::size_t>(s)];

@@ -29,7 +29,7 @@ using planner::Method;
 using planner::PlannerOptions;
 
 struct PlannedClock {
-  pipeline::InstructionType type = pipeline::InstructionType::kForward;
+  schedule::InstructionType type = schedule::InstructionType::kForward;
   int microbatch = 0;
   double freq_mhz = 0;
 };

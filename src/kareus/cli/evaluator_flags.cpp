@@ -74,7 +74,7 @@ void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<w
 std::optional<evaluate::Evaluator> make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
                                                   const workload::ModelSpec& model,
                                                   const workload::ParallelConfig& parallel,
-                                                  pipeline::ScheduleKind schedule, const evaluate::NoiseOptions& noise) {
+                                                  schedule::ScheduleKind schedule, const evaluate::NoiseOptions& noise) {
   if (spec != "gpu") return make_evaluator(spec, gpu, noise);
   if (noise.sigma != 0) throw InputError({"", 0, 0, "--noise"}, "applies to the simulated GPU (--evaluator sim) only");
   return profile::open_gpu_evaluator(model, parallel, gpu, planner::job_partitions({model, parallel, ""}, schedule),

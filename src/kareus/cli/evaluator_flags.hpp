@@ -12,7 +12,7 @@
 
 #include "kareus/evaluate/evaluator.hpp"
 #include "kareus/evaluate/noisy.hpp"
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 #include "kareus/workload/parallel.hpp"
 
 namespace kareus::cli {
@@ -35,7 +35,7 @@ void report_sample_use(const evaluate::Evaluator& evaluator, const std::vector<w
 // inside this call and then get nullopt: their command is done (exit 0), rank 0 reports.
 std::optional<evaluate::Evaluator> make_evaluator(const std::string& spec, const hardware::GpuSpec& gpu,
                                    const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
-                                   pipeline::ScheduleKind schedule, const evaluate::NoiseOptions& noise = {});
+                                   schedule::ScheduleKind schedule, const evaluate::NoiseOptions& noise = {});
 
 // --noise SIGMA and --noise-seed N: seeded measurement noise on the simulated GPU (default off).
 void add_noise_flags(CLI::App& cmd, evaluate::NoiseOptions& noise);

@@ -16,6 +16,7 @@
 #include "kareus/pipeline/frontier_solver.hpp"
 #include "kareus/plan/plan.hpp"
 #include "kareus/plan/select.hpp"
+#include "kareus/planner/make_plan.hpp"
 #include "kareus/report/plot.hpp"
 
 namespace kareus::cli {
@@ -64,10 +65,10 @@ pipeline::SolverOptions solver_options(const FrontierFlags& flags) {
 }
 
 // The profile's table, holding what the schedule's instructions run.
-pipeline::OptionTable read_table(const FrontierFlags& flags, pipeline::ScheduleKind kind) {
+pipeline::OptionTable read_table(const FrontierFlags& flags, schedule::ScheduleKind kind) {
   pipeline::OptionTable table = pipeline::read_option_table(flags.profile, flags.stages);
   // A profile measures what its rows name; B and W are not split from a whole backward by any rule.
-  if (pipeline::splits_backward(kind) && !table.splits_backward()) {
+  if (schedule::splits_backward(kind) && !table.splits_backward()) {
     throw InputError({flags.profile, 0, 0, "instruction"},
                      fmt::format("{} splits each backward into B and W, which need rows of their own (instruction "
                                  "backward_input and backward_weight, every stage); a Perseus profile measures "
@@ -138,15 +139,15 @@ void print_summary(const FrontierFlags& flags, const pipeline::Frontier& frontie
 }
 
 // frontier.csv, plans.json (evenly spaced plans) and frontier.svg under --out; each file lands whole.
-void write_outputs(const FrontierFlags& flags, const pipeline::OptionTable& table, const pipeline::PipelineSchedule& schedule,
+void write_outputs(const FrontierFlags& flags, const pipeline::OptionTable& table, const schedule::PipelineSchedule& schedule,
                    const pipeline::Frontier& frontier, std::optional<std::size_t> plan_count) {
   const std::filesystem::path dir = flags.out;
-  pipeline::InstructionDag dag(schedule);
-  plan::PlanContext context{schedule_kind(flags.schedule), flags.microbatches, flags.p_blocking_w,
+  schedule::InstructionDag dag(schedule);
+  planner::PlanContext context{schedule_kind(flags.schedule), flags.microbatches, flags.p_blocking_w,
                             frontier.stats.unit.unit_time_s, {{"profile", flags.profile}, {"cost_model", flags.cost_model}}};
   const std::vector<std::size_t> in_set = plan::evenly_spaced_plans(frontier.points.size(), plan_count);
   std::vector<plan::Plan> plans;
-  for (std::size_t i : in_set) plans.push_back(plan::make_plan(table, dag, frontier.points[i], context));
+  for (std::size_t i : in_set) plans.push_back(planner::make_plan(table, dag, frontier.points[i], context));
   std::vector<TimeEnergy> points;
   for (const auto& p : frontier.points) points.push_back(p.time_energy());
   const std::string svg = report::render_svg(
@@ -165,12 +166,12 @@ void write_outputs(const FrontierFlags& flags, const pipeline::OptionTable& tabl
 }
 
 int run_frontier(const FrontierFlags& flags) {
-  const pipeline::ScheduleKind kind = schedule_kind(flags.schedule);
+  const schedule::ScheduleKind kind = schedule_kind(flags.schedule);
   const pipeline::SolverOptions options = solver_options(flags);
   pipeline::OptionTable table = read_table(flags, kind);
-  std::optional<pipeline::PipelineSchedule> schedule;
+  std::optional<schedule::PipelineSchedule> schedule;
   try {
-    schedule = pipeline::PipelineSchedule::make(kind, flags.stages, flags.microbatches, flags.schedule.virtual_stages);
+    schedule = schedule::PipelineSchedule::make(kind, flags.stages, flags.microbatches, flags.schedule.virtual_stages);
   } catch (const InputError& e) {
     throw InputError({"", 0, 0, "--schedule"}, e.what());
   }

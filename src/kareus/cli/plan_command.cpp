@@ -212,9 +212,9 @@ std::string report_html(const planner::Job& job, const planner::JobPlan& p, cons
 std::string stage_options_csv(const pipeline::OptionTable& table) {
   std::string csv = "stage,instruction,frequency,time,energy\n";
   for (int stage = 0; stage < table.num_stages(); ++stage) {
-    for (pipeline::OptionSlot slot : pipeline::kAllOptionSlots) {  // with zb-h1 also B and W
+    for (schedule::OptionSlot slot : schedule::kAllOptionSlots) {  // with zb-h1 also B and W
       for (const pipeline::StageOption& o : table.at(stage, slot)) {
-        csv += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, pipeline::to_string(slot), o.freq_mhz, o.time_s,
+        csv += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, schedule::to_string(slot), o.freq_mhz, o.time_s,
                            o.energy_j);
       }
     }

@@ -193,7 +193,7 @@ int run_sweep(const ProfileFlags& flags, const ResolvedWorkload& w, profile::Pro
       profile::run_stage_sweep(profiler.session(), w.model, w.parallel, partitions, request);
   profiler.close();
   for (const auto& m : outcome.measurements) {
-    fmt::print("  stage {} {:<8} {:>6g} MHz  {:10.6f} s  {:10.4f} J\n", m.stage, pipeline::to_string(m.type),
+    fmt::print("  stage {} {:<8} {:>6g} MHz  {:10.6f} s  {:10.4f} J\n", m.stage, schedule::to_string(m.type),
                m.freq_mhz, m.time_s, m.energy_j);
   }
   fmt::print("{} measured now; wrote {} (kareus frontier --profile {} --stages {} ...)\n", outcome.measured_now,

@@ -18,9 +18,9 @@ void add_schedule_flags(CLI::App& cmd, ScheduleFlags& flags, std::string_view vi
       ->capture_default_str();
 }
 
-pipeline::ScheduleKind schedule_kind(const ScheduleFlags& flags) {
-  const auto kind = pipeline::parse_schedule_kind(flags.schedule);
-  if (!kind) throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
+schedule::ScheduleKind schedule_kind(const ScheduleFlags& flags) {
+  const auto kind = schedule::parse_schedule_kind(flags.schedule);
+  if (!kind) throw InputError({"", 0, 0, "--schedule"}, fmt::format("expected one of {}", schedule::schedule_kind_names()));
   return *kind;
 }
 

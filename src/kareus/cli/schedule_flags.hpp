@@ -1,18 +1,18 @@
 // The pipeline-schedule flags of `kareus plan`, `compare` and `frontier`: --schedule NAME and
 // --virtual-stages V (model chunks per stage for Megatron-LM's interleaved 1F1B). Whether V fits
 // the schedule and the stages' layers is checked where the schedule is made
-// (pipeline::PipelineSchedule::make), so every command refuses the same values.
+// (schedule::PipelineSchedule::make), so every command refuses the same values.
 //
 // Example:
 //   add_schedule_flags(*cmd, flags->schedule);
-//   ...after parsing: pipeline::ScheduleKind kind = schedule_kind(flags.schedule);
+//   ...after parsing: schedule::ScheduleKind kind = schedule_kind(flags.schedule);
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 namespace kareus::cli {
 
@@ -25,6 +25,6 @@ struct ScheduleFlags {
 void add_schedule_flags(CLI::App& cmd, ScheduleFlags& flags, std::string_view virtual_stages_help = {});
 
 // The kind --schedule names; InputError naming --schedule and the known names otherwise.
-pipeline::ScheduleKind schedule_kind(const ScheduleFlags& flags);
+schedule::ScheduleKind schedule_kind(const ScheduleFlags& flags);
 
 }  // namespace kareus::cli

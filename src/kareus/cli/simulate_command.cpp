@@ -177,7 +177,7 @@ int run_simulate(const SimulateFlags& flags) {
     return 0;
   }
   fmt::print("Simulated iteration of {} ({}, {} stages, {} microbatches) on {}\n", flags.plan,
-             pipeline::to_string(plan.schedule), plan.num_stages, plan.num_microbatches, cluster.display_name);
+             schedule::to_string(plan.schedule), plan.num_stages, plan.num_microbatches, cluster.display_name);
   fmt::print("Energy: {}\n", plan.energy_scope);
   fmt::print("Engine {}: {:.1f} us of host time exposed at each instruction's start ({})\n", engine.name,
              options.exposed_host_s * 1e6,

@@ -11,7 +11,7 @@
 namespace kareus::compose {
 namespace {
 
-using pipeline::InstructionType;
+using schedule::InstructionType;
 using workload::Partition;
 using workload::Pass;
 
@@ -121,9 +121,9 @@ void split_backward_options(pipeline::OptionTable& table, const workload::ModelS
   for (int stage = 0; stage < table.num_stages(); ++stage) {
     for (int chunk = 0; chunk < table.chunks; ++chunk) {
       const double scale = chunk_layers(model, parallel, stage, table.chunks) * count * options.overhead_factor;
-      std::vector<pipeline::StageOption>& input = table.at(stage, chunk, pipeline::OptionSlot::kBackwardInput);
-      std::vector<pipeline::StageOption>& weight = table.at(stage, chunk, pipeline::OptionSlot::kBackwardWeight);
-      for (const pipeline::StageOption& backward : table.at(stage, chunk, pipeline::OptionSlot::kBackward)) {
+      std::vector<pipeline::StageOption>& input = table.at(stage, chunk, schedule::OptionSlot::kBackwardInput);
+      std::vector<pipeline::StageOption>& weight = table.at(stage, chunk, schedule::OptionSlot::kBackwardWeight);
+      for (const pipeline::StageOption& backward : table.at(stage, chunk, schedule::OptionSlot::kBackward)) {
         auto w = std::find_if(best.begin(), best.end(),
                               [&](const PartitionPoint* b) { return same_clock(b->knob.freq_mhz, backward.freq_mhz); });
         if (w == best.end()) continue;
@@ -174,8 +174,8 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
       for (InstructionType type : {InstructionType::kForward, InstructionType::kBackward}) {
         const std::vector<Term> terms = instruction_terms(model, parallel, stage, type, chunk, table.chunks);
         const std::string what = table.chunks > 1
-                                     ? fmt::format("stage {} chunk {} {}", stage, chunk, pipeline::to_string(type))
-                                     : fmt::format("stage {} {}", stage, pipeline::to_string(type));
+                                     ? fmt::format("stage {} chunk {} {}", stage, chunk, schedule::to_string(type))
+                                     : fmt::format("stage {} {}", stage, schedule::to_string(type));
         // Clocks at which every key has a point.
         std::vector<double> clocks;
         for (const Term& t : terms) {
@@ -251,7 +251,7 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
             }
             nlohmann::json knob = {{"partitions", std::move(partitions)}};
             if (!recompute.empty()) knob["recompute"] = std::move(recompute);
-            table.at(stage, chunk, pipeline::option_slot(type))
+            table.at(stage, chunk, schedule::option_slot(type))
                 .push_back({clock, c.time_s * options.overhead_factor, c.energy_j * options.overhead_factor,
                             std::move(knob)});
           }

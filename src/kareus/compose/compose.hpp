@@ -86,6 +86,6 @@ struct InstructionKeys {
   std::vector<std::string> fixed;      // non-partition work, always sequential
 };
 InstructionKeys instruction_keys(const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
-                                 int stage, pipeline::InstructionType type, int chunk = 0, int chunks = 1);
+                                 int stage, schedule::InstructionType type, int chunk = 0, int chunks = 1);
 
 }  // namespace kareus::compose

@@ -38,12 +38,12 @@
 #include <vector>
 
 #include "kareus/core/pareto.hpp"
-#include "kareus/pipeline/dag.hpp"
+#include "kareus/schedule/dag.hpp"
 #include "kareus/pipeline/frontier_point.hpp"
 #include "kareus/pipeline/min_cut.hpp"
 #include "kareus/pipeline/operation_cost.hpp"
 #include "kareus/pipeline/option_table.hpp"
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 #include "kareus/pipeline/unit_choice.hpp"
 
 namespace kareus::pipeline {
@@ -95,7 +95,7 @@ class FrontierSolver {
  public:
   // Throws InputError when the table does not cover the schedule's stages or P_blocking makes an
   // operation's every effective energy negative.
-  FrontierSolver(const OptionTable& table, const PipelineSchedule& schedule, SolverOptions options);
+  FrontierSolver(const OptionTable& table, const schedule::PipelineSchedule& schedule, SolverOptions options);
 
   // The plans of the slowest makespan first, then of one unit faster per call, then the fastest
   // plans there are (every instruction at its fastest option, slack reclaimed; and the last step's
@@ -128,7 +128,7 @@ class FrontierSolver {
   const SolverOptions& options() const { return options_; }
   int num_stages() const { return table_.num_stages(); }
 
-  const InstructionDag& dag() const { return dag_; }
+  const schedule::InstructionDag& dag() const { return dag_; }
   const SolverStats& stats() const { return stats_; }
   double planned_time_s() const { return static_cast<double>(makespan_) * model().unit_time_s; }
   // Current planned duration of every node, in units.
@@ -194,7 +194,7 @@ class FrontierSolver {
 
   const OptionTable& table_;
   SolverOptions options_;
-  InstructionDag dag_;
+  schedule::InstructionDag dag_;
   std::vector<std::size_t> cost_of_;  // per node: index into a model's costs
   // The user's unit's model, then the finer one; a deque, so steps still being evaluated keep theirs.
   std::deque<Model> models_;
@@ -243,12 +243,12 @@ struct Frontier {
 // they descend from). Uses the calling thread and oneTBB's; the
 // result does not depend on how many. `progress`, when set, is called about every 256 steps and
 // every 64 local search expansions.
-Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
+Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedule& schedule,
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress = {});
 
 // True time and energy of an assignment (option index per DAG node) of `table` under `dag`.
-TimeEnergy evaluate_assignment(const OptionTable& table, const InstructionDag& dag,
+TimeEnergy evaluate_assignment(const OptionTable& table, const schedule::InstructionDag& dag,
                                std::span<const std::uint16_t> assignment, double p_blocking_w);
 
 // Moves instructions that have slack in the real schedule to the slowest candidate that still fits,
@@ -256,7 +256,7 @@ TimeEnergy evaluate_assignment(const OptionTable& table, const InstructionDag& d
 // `chosen` holds indices into each node's candidates and `time` their times; both are updated.
 // `finish` is the earliest finish of every node before the moves. (Plans of the steps and the
 // local search's cut moves.)
-void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+void reclaim_slack(const schedule::InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
                    std::vector<std::size_t>& chosen, std::vector<double>& time, std::span<const double> finish,
                    double makespan);
 

@@ -61,7 +61,7 @@ Scratch& scratch() {
 // Paths no longer than `floor` are left out (the answer is then at most `floor`, where it would
 // have been below it anyway).
 // The answers are the first nodes.size() entries of the returned span (in `s.best`).
-std::span<const double> longest_avoiding(const InstructionDag& dag, std::span<const double> finish,
+std::span<const double> longest_avoiding(const schedule::InstructionDag& dag, std::span<const double> finish,
                                          std::span<const double> time, std::span<const double> tail,
                                          std::span<const std::size_t> nodes, double floor, Scratch& s) {
   const std::size_t k = nodes.size();
@@ -178,7 +178,7 @@ void bottlenecks(std::span<const double> finish, std::span<const double> time,
 // longest path of the result; none when no cut shortens the plan. (Walks of ten such steps from
 // each plan found nothing more on BLOOM 8 x 12.) The plan is `s.at`, `s.time` and `s.finish`, with
 // `critical` its nodes on a longest path.
-std::optional<Move> cut_move(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+std::optional<Move> cut_move(const schedule::InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
                              std::span<const std::size_t> critical, double makespan, double idle_power_w,
                              Scratch& s) {
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
@@ -265,7 +265,7 @@ std::optional<Move> cut_move(const InstructionDag& dag, std::span<const std::spa
 // not). Pairs where w's next candidate cannot fit even with all of u's saving are skipped unseen.
 // The plan is `s.at`, `s.time`, `s.finish` and `s.tail`, of makespan `makespan`; `s.bottleneck` its
 // nodes on every longest path.
-void exchange_moves(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
                     double makespan, double sum_effective, double idle_power_w, Scratch& s,
                     std::vector<Move>& exchanges) {
   const std::size_t n = dag.num_nodes();
@@ -340,7 +340,7 @@ std::vector<Move> moves_from(const FrontierSolver& solver, const FrontierPoint& 
     return std::abs(a.time_s - b.time_s) <= 1e-6 * a.time_s &&
            std::abs(a.effective_energy_j - b.effective_energy_j) <= 1e-6 * std::abs(a.effective_energy_j);
   };
-  const InstructionDag& dag = solver.dag();
+  const schedule::InstructionDag& dag = solver.dag();
   const std::size_t n = dag.num_nodes();
   const std::span<const std::span<const Candidate>> candidates_of = solver.candidates();
   KAREUS_CHECK(plan.assignment.size() == n, "plan assignment size differs from the DAG");

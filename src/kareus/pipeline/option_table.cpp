@@ -9,34 +9,30 @@
 
 namespace kareus::pipeline {
 
-std::string_view to_string(InstructionType type) {
-  return type == InstructionType::kForward ? "forward" : "backward";
-}
-
-std::optional<InstructionType> parse_instruction_type(std::string_view text) {
-  if (text == "forward") return InstructionType::kForward;
-  if (text == "backward") return InstructionType::kBackward;
-  return std::nullopt;
-}
-
-namespace {
-constexpr std::string_view kSlotNames[] = {"forward", "backward", "backward_input", "backward_weight"};
-}  // namespace
-
-std::string_view to_string(OptionSlot slot) { return kSlotNames[static_cast<std::size_t>(slot)]; }
-
-std::optional<OptionSlot> parse_option_slot(std::string_view text) {
-  for (OptionSlot slot : kAllOptionSlots) {
-    if (to_string(slot) == text) return slot;
-  }
-  return std::nullopt;
-}
-
 bool OptionTable::splits_backward() const {
   return num_stages() > 0 && std::all_of(options.begin(), options.end(), [](const auto& stage) {
-           return !stage[static_cast<std::size_t>(OptionSlot::kBackwardInput)].empty() &&
-                  !stage[static_cast<std::size_t>(OptionSlot::kBackwardWeight)].empty();
+           return !stage[static_cast<std::size_t>(schedule::OptionSlot::kBackwardInput)].empty() &&
+                  !stage[static_cast<std::size_t>(schedule::OptionSlot::kBackwardWeight)].empty();
          });
+}
+
+OptionTable chunk_option_table(const OptionTable& table, int virtual_stages) {
+  KAREUS_CHECK(virtual_stages >= 1, "virtual stages must be at least 1");
+  KAREUS_CHECK(table.chunks == 1, "the table already has chunks");
+  OptionTable out;
+  out.chunks = virtual_stages;
+  for (const auto& stage : table.options) {
+    for (int chunk = 0; chunk < virtual_stages; ++chunk) {
+      auto& per_slot = out.options.emplace_back(stage);
+      for (auto& options : per_slot) {
+        for (StageOption& o : options) {
+          o.time_s /= virtual_stages;
+          o.energy_j /= virtual_stages;
+        }
+      }
+    }
+  }
+  return out;
 }
 
 OptionTable read_option_table(const std::filesystem::path& path, int num_stages) {
@@ -63,7 +59,7 @@ OptionTable read_option_table(const std::filesystem::path& path, int num_stages)
                fmt::format("stage {} is outside 0..{} (--stages {})", stage, num_stages - 1,
                            num_stages));
     }
-    auto slot = parse_option_slot(csv.text(row, type_col));
+    auto slot = schedule::parse_option_slot(csv.text(row, type_col));
     if (!slot) {
       csv.fail(row, type_col,
                fmt::format("'{}' is not an instruction (forward, backward, backward_input or backward_weight)",
@@ -87,13 +83,13 @@ void validate_option_table(const OptionTable& table, const std::string& source) 
   for (int stage = 0; stage < table.num_stages(); ++stage) {
     for (int chunk = 0; chunk < table.chunks; ++chunk) {
       const std::string where = table.chunks > 1 ? fmt::format("stage {} chunk {}", stage, chunk) : fmt::format("stage {}", stage);
-      for (OptionSlot slot : {OptionSlot::kForward, OptionSlot::kBackward}) {
+      for (schedule::OptionSlot slot : {schedule::OptionSlot::kForward, schedule::OptionSlot::kBackward}) {
         if (table.at(stage, chunk, slot).empty()) {
           throw InputError({source, 0, 0, "instruction"}, fmt::format("{} has no {} options", where, to_string(slot)));
         }
       }
-      const bool b = !table.at(stage, chunk, OptionSlot::kBackwardInput).empty();
-      const bool w = !table.at(stage, chunk, OptionSlot::kBackwardWeight).empty();
+      const bool b = !table.at(stage, chunk, schedule::OptionSlot::kBackwardInput).empty();
+      const bool w = !table.at(stage, chunk, schedule::OptionSlot::kBackwardWeight).empty();
       if (b != w) {
         throw InputError({source, 0, 0, "instruction"},
                          fmt::format("{} has {} options but no {} options: a backward splits into both", where,

@@ -23,25 +23,9 @@
 #include <vector>
 
 #include "kareus/core/error.hpp"
+#include "kareus/schedule/instruction.hpp"
 
 namespace kareus::pipeline {
-
-enum class InstructionType : std::uint8_t { kForward = 0, kBackward = 1 };
-
-std::string_view to_string(InstructionType type);
-std::optional<InstructionType> parse_instruction_type(std::string_view text);
-
-// The option set an instruction draws from (schedule.hpp's option_slot maps an instruction to it).
-enum class OptionSlot : std::uint8_t { kForward = 0, kBackward = 1, kBackwardInput = 2, kBackwardWeight = 3 };
-inline constexpr std::size_t kNumOptionSlots = 4;
-inline constexpr OptionSlot kAllOptionSlots[] = {OptionSlot::kForward, OptionSlot::kBackward,
-                                                 OptionSlot::kBackwardInput, OptionSlot::kBackwardWeight};
-constexpr OptionSlot option_slot(InstructionType type) {
-  return type == InstructionType::kForward ? OptionSlot::kForward : OptionSlot::kBackward;
-}
-// "forward", "backward", "backward_input", "backward_weight": the plan format's instruction types.
-std::string_view to_string(OptionSlot slot);
-std::optional<OptionSlot> parse_option_slot(std::string_view text);
 
 struct StageOption {
   double freq_mhz = 0;
@@ -54,22 +38,22 @@ struct StageOption {
 
 struct OptionTable {
   // options[stage · chunks + chunk][slot], slot indexed by OptionSlot.
-  std::vector<std::array<std::vector<StageOption>, kNumOptionSlots>> options;
+  std::vector<std::array<std::vector<StageOption>, schedule::kNumOptionSlots>> options;
   // Model chunks per stage (an interleaved schedule's V), each with options of its own.
   int chunks = 1;
 
   int num_stages() const { return static_cast<int>(options.size()) / chunks; }
-  const std::vector<StageOption>& at(int stage, int chunk, OptionSlot slot) const {
+  const std::vector<StageOption>& at(int stage, int chunk, schedule::OptionSlot slot) const {
     return options.at(index(stage, chunk))[static_cast<std::size_t>(slot)];
   }
-  std::vector<StageOption>& at(int stage, int chunk, OptionSlot slot) {
+  std::vector<StageOption>& at(int stage, int chunk, schedule::OptionSlot slot) {
     return options.at(index(stage, chunk))[static_cast<std::size_t>(slot)];
   }
   // A table of one chunk per stage.
-  const std::vector<StageOption>& at(int stage, OptionSlot slot) const { return at(stage, single_chunk(), slot); }
-  std::vector<StageOption>& at(int stage, OptionSlot slot) { return at(stage, single_chunk(), slot); }
-  const std::vector<StageOption>& at(int stage, InstructionType type) const { return at(stage, option_slot(type)); }
-  std::vector<StageOption>& at(int stage, InstructionType type) { return at(stage, option_slot(type)); }
+  const std::vector<StageOption>& at(int stage, schedule::OptionSlot slot) const { return at(stage, single_chunk(), slot); }
+  std::vector<StageOption>& at(int stage, schedule::OptionSlot slot) { return at(stage, single_chunk(), slot); }
+  const std::vector<StageOption>& at(int stage, schedule::InstructionType type) const { return at(stage, schedule::option_slot(type)); }
+  std::vector<StageOption>& at(int stage, schedule::InstructionType type) { return at(stage, schedule::option_slot(type)); }
   // True when every stage has B and W options (what a zero-bubble schedule needs).
   bool splits_backward() const;
 
@@ -90,6 +74,17 @@ struct OptionTable {
 // 0..num_stages-1, or a stage without forward or backward options. Rows of backward_input and
 // backward_weight fill B and W; a stage with one of them needs the other.
 OptionTable read_option_table(const std::filesystem::path& path, int num_stages);
+
+// The options an instruction draws from: its stage's, chunk's and slot's.
+inline const std::vector<StageOption>& options_of(const OptionTable& table, const schedule::Instruction& ins) {
+  return table.at(ins.stage, ins.chunk, schedule::option_slot(ins));
+}
+
+// A table of `virtual_stages` chunks per stage from one of whole stages (a profile that measures
+// whole stages, as Perseus's do): every chunk gets the stage's options with time and energy divided
+// by V. The profile does not say how much of a stage is its embedding or LM head, so they are
+// spread over its chunks too; compose, which knows, gives each chunk its own (compose.hpp).
+OptionTable chunk_option_table(const OptionTable& table, int virtual_stages);
 
 // Checks the table is complete for `num_stages` stages; throws InputError naming `source`.
 void validate_option_table(const OptionTable& table, const std::string& source);

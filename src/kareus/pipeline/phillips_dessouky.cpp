@@ -17,20 +17,20 @@ namespace {
 // An operation: what a set of instructions shares options and a cost model for.
 struct Operation {
   int stage = 0, chunk = 0;
-  OptionSlot slot = OptionSlot::kForward;
+  schedule::OptionSlot slot = schedule::OptionSlot::kForward;
   bool operator==(const Operation&) const = default;
 };
 
 // The (stage, chunk, slot) operations the DAG runs, stage-major, then chunk, then slot: a model has
 // one cost per operation, so a schedule without B and W needs no options for them.
-std::vector<Operation> operations(const InstructionDag& dag, int num_stages, int chunks) {
+std::vector<Operation> operations(const schedule::InstructionDag& dag, int num_stages, int chunks) {
   auto at = [&](int stage, int chunk) { return static_cast<std::size_t>(stage * chunks + chunk); };
-  std::vector<std::array<bool, kNumOptionSlots>> used(static_cast<std::size_t>(num_stages * chunks));
-  for (const Instruction& ins : dag.instructions()) used.at(at(ins.stage, ins.chunk))[static_cast<std::size_t>(option_slot(ins))] = true;
+  std::vector<std::array<bool, schedule::kNumOptionSlots>> used(static_cast<std::size_t>(num_stages * chunks));
+  for (const schedule::Instruction& ins : dag.instructions()) used.at(at(ins.stage, ins.chunk))[static_cast<std::size_t>(schedule::option_slot(ins))] = true;
   std::vector<Operation> out;
   for (int stage = 0; stage < num_stages; ++stage) {
     for (int chunk = 0; chunk < chunks; ++chunk) {
-      for (OptionSlot slot : kAllOptionSlots) {
+      for (schedule::OptionSlot slot : schedule::kAllOptionSlots) {
         if (used[at(stage, chunk)][static_cast<std::size_t>(slot)]) out.push_back({stage, chunk, slot});
       }
     }
@@ -44,7 +44,7 @@ std::string operation_name(const Operation& op, int chunks) {
 }
 
 // The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
-MinCutSolver flow_topology(const InstructionDag& dag) {
+MinCutSolver flow_topology(const schedule::InstructionDag& dag) {
   const std::size_t n = dag.num_nodes();
   std::vector<std::pair<std::size_t, std::size_t>> arcs;
   for (std::size_t v = 0; v < n; ++v) arcs.emplace_back(2 + 2 * v, 3 + 2 * v);
@@ -58,7 +58,7 @@ MinCutSolver flow_topology(const InstructionDag& dag) {
 
 }  // namespace
 
-FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule& schedule,
+FrontierSolver::FrontierSolver(const OptionTable& table, const schedule::PipelineSchedule& schedule,
                                SolverOptions options)
     : table_(table), options_(options), dag_(schedule), cut_solver_(flow_topology(dag_)) {
   if (options.unit_time_s && (!(*options.unit_time_s > 0) || !std::isfinite(*options.unit_time_s))) {
@@ -87,8 +87,8 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const PipelineSchedule&
                                    operation_name(op, table.chunks), to_string(schedule.kind())));
     }
   }
-  for (const Instruction& ins : dag_.instructions()) {
-    const Operation op{ins.stage, ins.chunk, option_slot(ins)};
+  for (const schedule::Instruction& ins : dag_.instructions()) {
+    const Operation op{ins.stage, ins.chunk, schedule::option_slot(ins)};
     cost_of_.push_back(static_cast<std::size_t>(std::find(ops.begin(), ops.end(), op) - ops.begin()));
   }
   if (options.unit_time_s) {

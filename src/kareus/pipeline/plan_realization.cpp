@@ -8,7 +8,7 @@
 
 namespace kareus::pipeline {
 
-void reclaim_slack(const InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
+void reclaim_slack(const schedule::InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
                    std::vector<std::size_t>& chosen, std::vector<double>& time, std::span<const double> finish,
                    double makespan) {
   const std::size_t n = dag.num_nodes();
@@ -41,13 +41,13 @@ double iteration_energy_j(double sum_energy_j, double sum_time_s, int num_stages
   return sum_energy_j + p_blocking_w * (num_stages * iteration_time_s - sum_time_s);
 }
 
-TimeEnergy evaluate_assignment(const OptionTable& table, const InstructionDag& dag,
+TimeEnergy evaluate_assignment(const OptionTable& table, const schedule::InstructionDag& dag,
                                std::span<const std::uint16_t> assignment, double p_blocking_w) {
   KAREUS_CHECK(assignment.size() == dag.num_nodes(), "assignment size differs from the DAG");
   std::vector<double> time(dag.num_nodes());
   double sum_energy = 0, sum_time = 0;
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
-    const Instruction& ins = dag.instruction(v);
+    const schedule::Instruction& ins = dag.instruction(v);
     const StageOption& o = options_of(table, ins).at(assignment[v]);
     time[v] = o.time_s;
     sum_energy += o.energy_j;

@@ -11,7 +11,7 @@
 
 namespace kareus::pipeline {
 
-Frontier solve_frontier(const OptionTable& table, const PipelineSchedule& schedule,
+Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedule& schedule,
                         const SolverOptions& options,
                         const std::function<void(const SolverProgress&)>& progress) {
   FrontierSolver solver(table, schedule, options);

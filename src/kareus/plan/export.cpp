@@ -21,8 +21,8 @@ std::string frequency_lists(const Plan& plan) {
     out += "    [";
     for (std::size_t k = 0; k < stage.size(); ++k) {
       const PlannedInstruction& ins = stage[k];
-      const pipeline::OptionSlot slot = pipeline::option_slot({0, ins.type, ins.microbatch, ins.chunk, ins.part});
-      out += fmt::format("{}('{}', {})", k ? ", " : "", pipeline::to_string(slot),
+      const schedule::OptionSlot slot = schedule::option_slot({0, ins.type, ins.microbatch, ins.chunk, ins.part});
+      out += fmt::format("{}('{}', {})", k ? ", " : "", schedule::to_string(slot),
                          static_cast<long>(std::lround(ins.freq_mhz)));
     }
     out += "],\n";
@@ -78,7 +78,7 @@ FieldConfigs field_configs(const PlannedInstruction& ins, const std::string& whe
   // (e.g. {"attention_configs": "linear_0-none-12-1024", ...} or {"fwd_qkv_ar": ...}): passed
   // through as written, each under the partition its column names.
   if (knob.is_object() && !knob.empty()) {
-    const bool backward = ins.type == pipeline::InstructionType::kBackward;
+    const bool backward = ins.type == schedule::InstructionType::kBackward;
     for (const auto& [column, value] : knob.items()) {
       // Columns that are no schedule field, and fields this instruction leaves empty, are not ours.
       const std::optional<std::string> key = artifact_profile_field(column, backward);
@@ -117,11 +117,11 @@ std::string tuple_of(std::string_view name, std::initializer_list<std::span<cons
 
 // The artifact's scheduler runs 1F1B: its grammar has no model chunk and no B/W split.
 void require_one_f_one_b(const Plan& plan) {
-  if (plan.schedule == pipeline::ScheduleKind::k1F1B) return;
+  if (plan.schedule == schedule::ScheduleKind::k1F1B) return;
   throw InputError({"", 0, 0, "schedule"},
                    fmt::format("the Kareus artifact's schedule runs 1F1B only (forward and backward per microbatch, "
                                "no model chunks, no B/W split), and this plan is {}; export it as zeus-pfo",
-                               pipeline::to_string(plan.schedule)));
+                               schedule::to_string(plan.schedule)));
 }
 
 }  // namespace
@@ -153,7 +153,7 @@ ArtifactLayout artifact_layout(const Plan& plan) {
           cp = cp_key;
         }
       }
-      if (ins.type == pipeline::InstructionType::kBackward) {
+      if (ins.type == schedule::InstructionType::kBackward) {
         const bool recomputes = std::any_of(configs.begin(), configs.end(),
                                             [](const auto& c) { return c.first.starts_with("fwd_"); });
         if (checkpointing && *checkpointing != recomputes) {
@@ -183,7 +183,7 @@ std::string kareus_artifact_scheds(const Plan& plan) {
       const PlannedInstruction& ins = stage[k];
       const std::string where = fmt::format("stages[{}].instructions[{}]", s, k);
       const FieldConfigs configs = field_configs(ins, where);
-      if (ins.type == pipeline::InstructionType::kForward) {
+      if (ins.type == schedule::InstructionType::kForward) {
         std::string t = tuple_of("forward", {forward}, configs, where);
         if (layout.checkpointing) tuples.push_back(std::move(t));
         else pairs[ins.microbatch].first = std::move(t);

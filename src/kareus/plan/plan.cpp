@@ -11,7 +11,7 @@
 
 namespace kareus::plan {
 
-using pipeline::InstructionType;
+using schedule::InstructionType;
 
 std::string energy_scope_for(int num_stages) {
   return fmt::format(
@@ -19,44 +19,20 @@ std::string energy_scope_for(int num_stages) {
       num_stages == 1 ? "" : "s");
 }
 
-Plan make_plan(const pipeline::OptionTable& table, const pipeline::InstructionDag& dag,
-               const pipeline::FrontierPoint& point, const PlanContext& context) {
-  KAREUS_CHECK(point.assignment.size() == dag.num_nodes(), "plan assignment size differs from DAG");
-  Plan plan;
-  plan.schedule = context.schedule;
-  plan.num_stages = table.num_stages();
-  plan.num_microbatches = context.num_microbatches;
-  plan.p_blocking_w = context.p_blocking_w;
-  plan.unit_time_s = context.unit_time_s;
-  plan.energy_scope = energy_scope_for(plan.num_stages);
-  plan.time_s = point.time_s;
-  plan.energy_j = point.energy_j;
-  plan.source = context.source;
-  plan.stages.resize(static_cast<std::size_t>(plan.num_stages));
-  for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
-    const pipeline::Instruction& ins = dag.instruction(v);
-    const pipeline::StageOption& o = pipeline::options_of(table, ins).at(point.assignment[v]);
-    plan.virtual_stages = std::max(plan.virtual_stages, ins.chunk + 1);
-    plan.stages[static_cast<std::size_t>(ins.stage)].push_back(
-        {ins.type, ins.microbatch, o.freq_mhz, o.knob, o.time_s, o.energy_j, ins.chunk, ins.part});
-  }
-  return plan;
-}
-
 namespace {
 
 // A backward split by a zero-bubble schedule is written as "backward_input" (B) or
 // "backward_weight" (W); readers that know only forward and backward reject such plans.
-constexpr std::pair<pipeline::BackwardPart, std::string_view> kPartNames[] = {
-    {pipeline::BackwardPart::kInputGradient, "backward_input"},
-    {pipeline::BackwardPart::kWeightGradient, "backward_weight"},
+constexpr std::pair<schedule::BackwardPart, std::string_view> kPartNames[] = {
+    {schedule::BackwardPart::kInputGradient, "backward_input"},
+    {schedule::BackwardPart::kWeightGradient, "backward_weight"},
 };
 
-std::string instruction_type_name(InstructionType type, pipeline::BackwardPart part) {
+std::string instruction_type_name(InstructionType type, schedule::BackwardPart part) {
   for (const auto& [p, name] : kPartNames) {
     if (type == InstructionType::kBackward && part == p) return std::string(name);
   }
-  return std::string(pipeline::to_string(type));
+  return std::string(schedule::to_string(type));
 }
 
 }  // namespace
@@ -79,7 +55,7 @@ nlohmann::json to_json(const Plan& plan) {
   }
   nlohmann::json out = {{"format", kPlanFormat},
                         {"version", kPlanFormatVersion},
-                        {"schedule", pipeline::to_string(plan.schedule)},
+                        {"schedule", schedule::to_string(plan.schedule)},
                         {"num_stages", plan.num_stages},
                         {"num_microbatches", plan.num_microbatches},
                         {"p_blocking_w", plan.p_blocking_w},
@@ -143,9 +119,9 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
                      fmt::format("version {} is not supported (this build reads {})", version,
                                  kPlanFormatVersion));
   }
-  auto schedule = pipeline::parse_schedule_kind(field<std::string>(json, "schedule", "", source));
+  auto schedule = schedule::parse_schedule_kind(field<std::string>(json, "schedule", "", source));
   if (!schedule) {
-    throw InputError({source, 0, 0, "schedule"}, fmt::format("expected one of {}", pipeline::schedule_kind_names()));
+    throw InputError({source, 0, 0, "schedule"}, fmt::format("expected one of {}", schedule::schedule_kind_names()));
   }
   plan.schedule = *schedule;
   plan.num_stages = integer_field(json, "num_stages", "", source, 1, 1 << 20);
@@ -174,7 +150,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
       const auto& entry = instructions[k];
       PlannedInstruction ins;
       const auto type_name = field<std::string>(entry, "type", path, source);
-      auto type = pipeline::parse_instruction_type(type_name);
+      auto type = schedule::parse_instruction_type(type_name);
       for (const auto& [part, name] : kPartNames) {
         if (type_name == name) {
           type = InstructionType::kBackward;

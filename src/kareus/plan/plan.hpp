@@ -2,9 +2,11 @@
 // (time, energy) of the option each one takes. Read and written as the documented `kareus-plan`
 // JSON format (docs/plan-format.md), which the runtime loads inside a training job.
 //
+// The format alone: the solver's frontier point becomes a plan in planner/make_plan.hpp.
+//
 // Example:
-//   Plan plan = make_plan(table, solver.dag(), point, {.schedule = ScheduleKind::k1F1B, ...});
-//   write_plan(plan, "plan.json");
+//   Plan plan = read_plan("plan.json");
+//   write_plan(plan, "copy.json");
 #pragma once
 
 #include <filesystem>
@@ -14,10 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kareus/pipeline/dag.hpp"
-#include "kareus/pipeline/frontier_point.hpp"
-#include "kareus/pipeline/option_table.hpp"
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 namespace kareus::plan {
 
@@ -26,7 +25,7 @@ inline constexpr int kPlanFormatVersion = 1;
 inline constexpr const char* kPlanSetFormat = "kareus-plan-set";
 
 struct PlannedInstruction {
-  pipeline::InstructionType type = pipeline::InstructionType::kForward;
+  schedule::InstructionType type = schedule::InstructionType::kForward;
   int microbatch = 0;
   double freq_mhz = 0;
   nlohmann::json knob;  // null when the option has none (a Perseus plan)
@@ -34,12 +33,12 @@ struct PlannedInstruction {
   double energy_j = 0;
   int chunk = 0;  // the stage's model chunk (interleaved schedules; 0 otherwise)
   // A backward's part: whole, or a zero-bubble schedule's B ("backward_input") or W ("backward_weight").
-  pipeline::BackwardPart part = pipeline::BackwardPart::kWhole;
+  schedule::BackwardPart part = schedule::BackwardPart::kWhole;
   bool operator==(const PlannedInstruction&) const = default;
 };
 
 struct Plan {
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  schedule::ScheduleKind schedule = schedule::ScheduleKind::k1F1B;
   int num_stages = 0;
   int num_microbatches = 0;
   int virtual_stages = 1;  // model chunks per stage (interleaved)
@@ -85,17 +84,6 @@ nlohmann::json to_json(const InstructionKnobs& knobs);
 
 // The energy-scope sentence every plan and frontier carries.
 std::string energy_scope_for(int num_stages);
-
-struct PlanContext {
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
-  int num_microbatches = 0;
-  double p_blocking_w = 0;
-  double unit_time_s = 0;
-  nlohmann::json source;
-};
-
-Plan make_plan(const pipeline::OptionTable& table, const pipeline::InstructionDag& dag,
-               const pipeline::FrontierPoint& point, const PlanContext& context);
 
 nlohmann::json to_json(const Plan& plan);
 // Throws InputError naming the JSON path at fault (e.g. stages[1].instructions[3].freq_mhz).

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "kareus/core/error.hpp"
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 namespace kareus::plan {
 namespace {
@@ -124,9 +124,9 @@ void validate(const Plan& plan, const std::string& source) {
   if (!std::isfinite(plan.energy_j)) throw InputError({source, 0, 0, "energy_j"}, "is not finite");
   const std::optional<GpuLimits> gpu = gpu_limits(plan, source);
   const std::optional<LaunchSlots> slots = launch_slots(plan, source);
-  std::optional<pipeline::PipelineSchedule> schedule;
+  std::optional<schedule::PipelineSchedule> schedule;
   try {
-    schedule = pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
+    schedule = schedule::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
   } catch (const InputError& e) {
     throw InputError({source, 0, 0, "schedule"}, e.what());
   }
@@ -136,16 +136,16 @@ void validate(const Plan& plan, const std::string& source) {
     if (listed.size() != order.size()) {
       throw InputError({source, 0, 0, fmt::format("stages[{}].instructions", s)},
                        fmt::format("lists {} instructions; {} with {} microbatches runs {} on this stage", listed.size(),
-                                   pipeline::to_string(plan.schedule), plan.num_microbatches, order.size()));
+                                   schedule::to_string(plan.schedule), plan.num_microbatches, order.size()));
     }
     for (std::size_t k = 0; k < order.size(); ++k) {
       const PlannedInstruction& p = listed[k];
-      const pipeline::Instruction& o = order[k];
+      const schedule::Instruction& o = order[k];
       const std::string path = fmt::format("stages[{}].instructions[{}]", s, k);
       if (p.type != o.type || p.microbatch != o.microbatch || p.chunk != o.chunk || p.part != o.part) {
         throw InputError({source, 0, 0, path},
                          fmt::format("is not what the {} schedule runs there ({} of microbatch {}, chunk {})",
-                                     pipeline::to_string(plan.schedule), pipeline::to_string(pipeline::option_slot(o)),
+                                     schedule::to_string(plan.schedule), schedule::to_string(schedule::option_slot(o)),
                                      o.microbatch, o.chunk));
       }
       check_instruction(p, path, source, gpu, slots);
@@ -165,8 +165,8 @@ void validate_set(const std::vector<Plan>& plans, const std::string& source) {
       throw InputError({where, 0, 0, "schedule"},
                        fmt::format("runs {} over {} stages, {} microbatches and {} chunks, but plans[0] runs {} over {}, {} "
                                    "and {}: a set's plans must be of one job",
-                                   pipeline::to_string(p.schedule), p.num_stages, p.num_microbatches, p.virtual_stages,
-                                   pipeline::to_string(first.schedule), first.num_stages, first.num_microbatches,
+                                   schedule::to_string(p.schedule), p.num_stages, p.num_microbatches, p.virtual_stages,
+                                   schedule::to_string(first.schedule), first.num_stages, first.num_microbatches,
                                    first.virtual_stages));
     }
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kareus/core/error.hpp"
+#include "kareus/planner/make_plan.hpp"
 
 namespace kareus::planner {
 namespace {

@@ -52,7 +52,7 @@ std::string unusable_note(const workload::Partition& partition, const std::vecto
 // effective energy among those no slower than its own. Empty when some option has no match.
 std::optional<std::vector<std::uint16_t>> dominating_assignment(const pipeline::OptionTable& from,
                                                                 const pipeline::OptionTable& to,
-                                                                const pipeline::InstructionDag& dag,
+                                                                const schedule::InstructionDag& dag,
                                                                 std::span<const std::uint16_t> assignment,
                                                                 double p_static_w) {
   std::vector<std::uint16_t> mapped(assignment.size());
@@ -163,13 +163,13 @@ class KareusStrategy final : public MethodStrategy {
   // Kareus plans from whatever a table holds, but a zero-bubble W has only its clock to choose.
   std::optional<std::string> unsupported_reason(const Job& job, const evaluate::Evaluator& evaluator,
                                                 const PlannerOptions& options) const override {
-    if (!pipeline::splits_backward(options.schedule)) return std::nullopt;
+    if (!schedule::splits_backward(options.schedule)) return std::nullopt;
     const workload::Partition weights = workload::weight_gradient_partition(job.model, job.parallel);
     const std::vector<bool> held = baseline_knob_held(Method::kPerseus, weights, evaluator, options.search.grid,
                                                       job_clocks_mhz(job, evaluator, options));
     if (std::find(held.begin(), held.end(), true) != held.end()) return std::nullopt;
     return fmt::format("{} holds no measurement of {} (the weight-gradient GEMMs {}'s W instructions run)",
-                       evaluator.name(), weights.key, pipeline::to_string(options.schedule));
+                       evaluator.name(), weights.key, schedule::to_string(options.schedule));
   }
 
   std::vector<compose::PartitionPoint> partition_points(const workload::Partition& partition,
@@ -209,9 +209,9 @@ class KareusStrategy final : public MethodStrategy {
   // whatever is not dominated kept. A baseline a table cannot run (the Kareus artifact's profiles
   // never measure the sequential knob) is left out: Kareus then plans from what was measured.
   void merge(MethodResult& result, MethodRun& run) const override {
-    auto schedule = pipeline::PipelineSchedule::make(result.schedule, run.job.parallel.pp, run.job.parallel.microbatches,
+    auto schedule = schedule::PipelineSchedule::make(result.schedule, run.job.parallel.pp, run.job.parallel.microbatches,
                                                      result.virtual_stages);
-    pipeline::InstructionDag dag(schedule);
+    schedule::InstructionDag dag(schedule);
     std::vector<FrontierPoint> all = result.frontier;
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
       const MethodStrategy& strategy = strategy_for(baseline);

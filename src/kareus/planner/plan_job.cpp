@@ -1,5 +1,7 @@
 #include "kareus/planner/plan_job.hpp"
 
+#include "kareus/planner/make_plan.hpp"
+
 #include <algorithm>
 #include <chrono>
 

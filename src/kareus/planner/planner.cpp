@@ -38,9 +38,9 @@ std::vector<workload::Partition> job_partitions(const Job& job) {
   return partitions;
 }
 
-std::vector<workload::Partition> job_partitions(const Job& job, pipeline::ScheduleKind schedule) {
+std::vector<workload::Partition> job_partitions(const Job& job, schedule::ScheduleKind schedule) {
   std::vector<workload::Partition> partitions = job_partitions(job);
-  if (pipeline::splits_backward(schedule)) partitions.push_back(workload::weight_gradient_partition(job.model, job.parallel));
+  if (schedule::splits_backward(schedule)) partitions.push_back(workload::weight_gradient_partition(job.model, job.parallel));
   return partitions;
 }
 
@@ -77,10 +77,10 @@ MethodResult run_strategy(const MethodStrategy& strategy, MethodRun& run) {
   result.table = compose::compose_option_table(job.model, job.parallel, points,
                                                {.p_static_w = result.p_static_w,
                                                 .overhead_factor = options.overhead_factor,
-                                                .split_backward = pipeline::splits_backward(result.schedule),
+                                                .split_backward = schedule::splits_backward(result.schedule),
                                                 .virtual_stages = result.virtual_stages,
                                                 .engine = options.engine});
-  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
+  auto schedule = schedule::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
                                                    result.virtual_stages);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   pipeline::Frontier frontier = pipeline::solve_frontier(result.table, schedule, solver);
@@ -94,7 +94,7 @@ MethodResult run_strategy(const MethodStrategy& strategy, MethodRun& run) {
 void check_schedule(const Job& job, const PlannerOptions& options) {
   // The schedule itself, then whole layers per chunk.
   try {
-    (void)pipeline::PipelineSchedule::make(options.schedule, job.parallel.pp, job.parallel.microbatches,
+    (void)schedule::PipelineSchedule::make(options.schedule, job.parallel.pp, job.parallel.microbatches,
                                            options.virtual_stages);
   } catch (const InputError& e) {
     throw InputError({"", 0, 0, "--schedule"}, e.what());
@@ -150,26 +150,6 @@ pipeline::OptionTable baseline_option_table(Method method, const Job& job, const
   return compose::compose_option_table(job.model, job.parallel, points,
                                        {.p_static_w = p_static_w, .overhead_factor = options.overhead_factor,
                                         .engine = options.engine});
-}
-
-plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {
-  auto schedule = pipeline::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
-                                                   result.virtual_stages);
-  pipeline::InstructionDag dag(schedule);
-  plan::PlanContext context{result.schedule, job.parallel.microbatches, result.p_static_w, result.unit_time_s,
-                            {{"method", std::string(to_string(result.method))}, {"job", job.name}}};
-  // Which host the instruction times assume: `kareus simulate` replays the plan under it.
-  if (!result.engine.empty()) context.source["engine"] = result.engine;
-  // What every consumer holds the plan's clocks and knobs to (plan/validate.hpp).
-  if (!result.gpu.is_null()) context.source["gpu"] = result.gpu;
-  nlohmann::json slots = nlohmann::json::object();
-  for (const workload::Partition& p : job_partitions(job, result.schedule)) {
-    nlohmann::json names = nlohmann::json::array();
-    for (const auto& slot : p.slots) names.push_back(slot.name);
-    slots[p.key] = std::move(names);
-  }
-  context.source["launch_slots"] = std::move(slots);
-  return plan::make_plan(result.table, dag, point, context);
 }
 
 }  // namespace kareus::planner

@@ -13,7 +13,7 @@
 // evaluator allows it.
 // Example:
 //   MethodResult kareus = run_method(Method::kKareus, job, evaluator, {});
-//   plan::Plan plan = make_plan(kareus, kareus.frontier.points[0]);
+//   plan::Plan plan = make_plan(kareus, job, kareus.frontier.front());   // make_plan.hpp
 #pragma once
 
 #include <filesystem>
@@ -56,7 +56,7 @@ struct PlannerOptions {
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
   // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,
   // the LM head in the last), so a stage's layers must divide by V.
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  schedule::ScheduleKind schedule = schedule::ScheduleKind::k1F1B;
   int virtual_stages = 1;
   search::PartitionSearchOptions search;      // Kareus's per-partition search
   std::optional<std::filesystem::path> journal_dir;  // <dir>/<key>.journal.jsonl; none = in memory
@@ -65,7 +65,7 @@ struct PlannerOptions {
 
 struct MethodResult {
   Method method = Method::kKareus;
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  schedule::ScheduleKind schedule = schedule::ScheduleKind::k1F1B;
   int virtual_stages = 1;
   double p_static_w = 0;
   double unit_time_s = 0;
@@ -83,7 +83,7 @@ struct MethodResult {
 // All partitions the job runs: layer partitions, then the non-partition work of every stage; with
 // a schedule that splits the backward (zb-h1), then W's weight-gradient partition (bwd_wgrad).
 std::vector<workload::Partition> job_partitions(const Job& job);
-std::vector<workload::Partition> job_partitions(const Job& job, pipeline::ScheduleKind schedule);
+std::vector<workload::Partition> job_partitions(const Job& job, schedule::ScheduleKind schedule);
 
 // A baseline runs at the grid's clocks; on an evaluator that holds a finite set of knobs (a table,
 // such as the Kareus artifact's profiling tree) at those of them where it holds the baseline's knob
@@ -132,9 +132,6 @@ std::optional<std::string> unsupported_reason(Method method, const Job& job, con
 // Kareus; on a table (an evaluator with a finite set of knobs) the clocks it holds, on any grid.
 std::vector<double> method_clocks_mhz(Method method, const Job& job, const evaluate::Evaluator& evaluator,
                                       const PlannerOptions& options);
-
-// The plan of one frontier point, with the job and method recorded as its source.
-plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point);
 
 // The ten configurations of the Kareus evaluation (A100, PP 2), by name, e.g.
 // "llama3.2-3b-tp8-mbs8-seq4096" or "qwen3-1.7b-cp2tp4-mbs8-seq8192", read from

@@ -13,7 +13,7 @@
 namespace kareus::profile {
 namespace {
 
-using pipeline::InstructionType;
+using schedule::InstructionType;
 
 // A whole stage's cost depends on the pipeline too: its layers, and the recompute a checkpointed
 // backward runs.
@@ -55,7 +55,7 @@ std::map<Key, StageMeasurement> read_journal(const std::filesystem::path& path, 
     }
     StageMeasurement m;
     m.stage = doc.at("stage").get<int>();
-    m.type = *pipeline::parse_instruction_type(doc.at("instruction").get<std::string>());
+    m.type = *schedule::parse_instruction_type(doc.at("instruction").get<std::string>());
     m.freq_mhz = doc.at("freq_mhz").get<double>();
     m.time_s = doc.at("time_s").get<double>();
     m.energy_j = doc.at("energy_j").get<double>();
@@ -100,7 +100,7 @@ std::vector<Measurer::Step> stage_steps(const workload::ModelSpec& model, const 
 std::string stage_profile_csv(const std::vector<StageMeasurement>& measurements) {
   std::string csv = "stage,instruction,frequency,time,energy\n";
   for (const auto& m : measurements) {
-    csv += fmt::format("{},{},{:g},{:.9g},{:.9g}\n", m.stage, pipeline::to_string(m.type), m.freq_mhz, m.time_s,
+    csv += fmt::format("{},{},{:g},{:.9g},{:.9g}\n", m.stage, schedule::to_string(m.type), m.freq_mhz, m.time_s,
                        m.energy_j);
   }
   return csv;
@@ -128,7 +128,7 @@ StageSweepOutcome run_stage_sweep(ProfileSession& session, const workload::Model
   // Rewritten whole (header and the lines read back), so that a torn line is gone before appending.
   std::string kept = header.dump() + "\n";
   for (const auto& [key, m] : done) {
-    kept += nlohmann::json{{"stage", m.stage}, {"instruction", pipeline::to_string(m.type)}, {"freq_mhz", m.freq_mhz},
+    kept += nlohmann::json{{"stage", m.stage}, {"instruction", schedule::to_string(m.type)}, {"freq_mhz", m.freq_mhz},
                            {"time_s", m.time_s}, {"energy_j", m.energy_j}}
                 .dump() +
             "\n";
@@ -146,11 +146,11 @@ StageSweepOutcome run_stage_sweep(ProfileSession& session, const workload::Model
           outcome.measurements.push_back(it->second);
           continue;
         }
-        const std::string name = fmt::format("stage{}_{}", stage, pipeline::to_string(type));
+        const std::string name = fmt::format("stage{}_{}", stage, schedule::to_string(type));
         const KnobMeasurement k = session.measure_sequence(
             name, steps[static_cast<std::size_t>(stage)][static_cast<std::size_t>(type)], clock);
         const StageMeasurement m{stage, type, clock, k.time_s, k.energy_j};
-        journal << nlohmann::json{{"stage", stage}, {"instruction", pipeline::to_string(type)}, {"freq_mhz", clock},
+        journal << nlohmann::json{{"stage", stage}, {"instruction", schedule::to_string(type)}, {"freq_mhz", clock},
                                   {"time_s", m.time_s}, {"energy_j", m.energy_j}}
                        .dump()
                 << "\n";

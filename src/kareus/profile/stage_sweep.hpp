@@ -33,7 +33,7 @@ namespace kareus::profile {
 // non-partition work), with the sequential knob (`sequential_sms` for a collective).
 std::vector<Measurer::Step> stage_steps(const workload::ModelSpec& model, const workload::ParallelConfig& parallel,
                                         const std::vector<workload::Partition>& partitions, int stage,
-                                        pipeline::InstructionType type, int sequential_sms);
+                                        schedule::InstructionType type, int sequential_sms);
 
 struct StageSweepRequest {
   std::vector<double> clocks_mhz;
@@ -44,7 +44,7 @@ struct StageSweepRequest {
 
 struct StageMeasurement {
   int stage = 0;
-  pipeline::InstructionType type = pipeline::InstructionType::kForward;
+  schedule::InstructionType type = schedule::InstructionType::kForward;
   double freq_mhz = 0;
   double time_s = 0;    // one run of the whole instruction (the slowest rank's)
   double energy_j = 0;  // per GPU

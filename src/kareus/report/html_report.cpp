@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "kareus/pipeline/dag.hpp"
+#include "kareus/schedule/dag.hpp"
 
 namespace kareus::report {
 namespace {
@@ -29,8 +29,8 @@ std::string escape(const std::string& text) {
 std::string clock_timeline_svg(const plan::Plan& plan) {
   // Start times from the plan's own dependency DAG and option times.
   auto schedule =
-      pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
-  pipeline::InstructionDag dag(schedule);
+      schedule::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
+  schedule::InstructionDag dag(schedule);
   std::vector<double> durations;
   std::vector<double> clocks;
   for (const auto& stage : plan.stages) {
@@ -60,11 +60,11 @@ std::string clock_timeline_svg(const plan::Plan& plan) {
     svg += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"rgb({},90,{})\" stroke=\"white\" "
         "stroke-width=\"0.5\"><title>stage {} {} {}: {:.0f} MHz, {:.4f} s</title></rect>\n",
-        x, y, w, row - 6, red, blue, ins.stage, pipeline::to_string(ins.type), ins.microbatch, clocks[v],
+        x, y, w, row - 6, red, blue, ins.stage, schedule::to_string(ins.type), ins.microbatch, clocks[v],
         durations[v]);
     if (w > 18) {
       svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"white\">{}{}</text>\n", x + 2, y + 15,
-                         ins.type == pipeline::InstructionType::kForward ? 'F' : 'B', ins.microbatch);
+                         ins.type == schedule::InstructionType::kForward ? 'F' : 'B', ins.microbatch);
     }
   }
   for (int s = 0; s < plan.num_stages; ++s) {

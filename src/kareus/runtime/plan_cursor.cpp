@@ -140,20 +140,20 @@ std::string PlanCursor::field(std::size_t position) const {
 namespace {
 
 // A planned instruction's type as the plan format names it (B and W apart from a whole backward).
-pipeline::OptionSlot type_of(const plan::PlannedInstruction& i) {
-  return pipeline::option_slot(pipeline::Instruction{.type = i.type, .part = i.part});
+schedule::OptionSlot type_of(const plan::PlannedInstruction& i) {
+  return schedule::option_slot(schedule::Instruction{.type = i.type, .part = i.part});
 }
 
 }  // namespace
 
 std::string PlanCursor::describe(std::size_t position) const {
   const auto& i = current().instructions[position];
-  return fmt::format("{} of microbatch {}", pipeline::to_string(type_of(i)), i.microbatch);
+  return fmt::format("{} of microbatch {}", schedule::to_string(type_of(i)), i.microbatch);
 }
 
 const CommKnobs& PlanCursor::on_instruction_begin(std::string_view type,
                                                   std::optional<int> microbatch) {
-  auto parsed = pipeline::parse_option_slot(type);
+  auto parsed = schedule::parse_option_slot(type);
   if (!parsed) {
     throw InputError(fmt::format(
         "instruction type '{}' is not one of \"forward\", \"backward\", \"backward_input\", \"backward_weight\"",
@@ -162,12 +162,12 @@ const CommKnobs& PlanCursor::on_instruction_begin(std::string_view type,
   return on_instruction_begin(*parsed, microbatch);
 }
 
-const CommKnobs& PlanCursor::on_instruction_begin(pipeline::InstructionType type,
+const CommKnobs& PlanCursor::on_instruction_begin(schedule::InstructionType type,
                                                   std::optional<int> microbatch) {
-  return on_instruction_begin(pipeline::option_slot(type), microbatch);
+  return on_instruction_begin(schedule::option_slot(type), microbatch);
 }
 
-const CommKnobs& PlanCursor::on_instruction_begin(pipeline::OptionSlot type,
+const CommKnobs& PlanCursor::on_instruction_begin(schedule::OptionSlot type,
                                                   std::optional<int> microbatch) {
   const StagePlan& p = current();
   if (position_ >= p.instructions.size()) {
@@ -175,20 +175,20 @@ const CommKnobs& PlanCursor::on_instruction_begin(pipeline::OptionSlot type,
         {source_, 0, 0, fmt::format("stages[{}]", stage_)},
         fmt::format("iteration {}: the training loop began a {} instruction after all {} "
                     "of stage {}'s instructions; call on_step_end() after each iteration",
-                    iteration_, pipeline::to_string(type), p.instructions.size(), stage_));
+                    iteration_, schedule::to_string(type), p.instructions.size(), stage_));
   }
   const auto& expected = p.instructions[position_];
   if (type_of(expected) != type || (microbatch && *microbatch != expected.microbatch)) {
     std::string began =
-        microbatch ? fmt::format("{} of microbatch {}", pipeline::to_string(type), *microbatch)
-                   : fmt::format("a {}", pipeline::to_string(type));
+        microbatch ? fmt::format("{} of microbatch {}", schedule::to_string(type), *microbatch)
+                   : fmt::format("a {}", schedule::to_string(type));
     throw InputError(
         {source_, 0, 0, field(position_)},
         fmt::format("iteration {}, instruction {} of {} on stage {}: the training loop "
                     "began {}, but the plan runs {} here; the job's pipeline schedule "
                     "differs from the plan's ({}, {} microbatches)",
                     iteration_, position_, p.instructions.size(), stage_, began,
-                    describe(position_), pipeline::to_string(p.plan.schedule),
+                    describe(position_), schedule::to_string(p.plan.schedule),
                     p.plan.num_microbatches));
   }
   const int clock_mhz = p.clocks_mhz[position_];

@@ -77,9 +77,9 @@ class PlanCursor {
   // lives. The InstructionType overload means a forward or a whole backward.
   const CommKnobs& on_instruction_begin(std::string_view type,
                                         std::optional<int> microbatch = std::nullopt);
-  const CommKnobs& on_instruction_begin(pipeline::InstructionType type,
+  const CommKnobs& on_instruction_begin(schedule::InstructionType type,
                                         std::optional<int> microbatch = std::nullopt);
-  const CommKnobs& on_instruction_begin(pipeline::OptionSlot type,
+  const CommKnobs& on_instruction_begin(schedule::OptionSlot type,
                                         std::optional<int> microbatch = std::nullopt);
   // From the next instruction on, ask for each clock when the GPU reaches the instruction on
   // `stream` (null: when the host begins it, the default). Every pending marker keeps

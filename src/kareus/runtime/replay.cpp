@@ -10,8 +10,8 @@
 
 #include "kareus/core/error.hpp"
 #include "kareus/hardware/gpu.hpp"
-#include "kareus/pipeline/dag.hpp"
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/dag.hpp"
+#include "kareus/schedule/schedule.hpp"
 #include "kareus/plan/validate.hpp"
 #include "kareus/runtime/energy_monitor.hpp"
 #include "kareus/runtime/fake_gpu.hpp"
@@ -87,9 +87,9 @@ struct Timeline {
   double iteration_s = 0;
 };
 
-Timeline timeline_of(const plan::Plan& plan, const pipeline::PipelineSchedule& schedule) {
+Timeline timeline_of(const plan::Plan& plan, const schedule::PipelineSchedule& schedule) {
   // Each instruction starts at its earliest start in the schedule's dependency DAG.
-  pipeline::InstructionDag dag(schedule);
+  schedule::InstructionDag dag(schedule);
   std::vector<double> durations(dag.num_nodes());
   for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
     const auto& ins = dag.instruction(v);
@@ -127,7 +127,7 @@ ReplayReport replay_plans(const std::vector<plan::Plan>& plans, std::size_t star
   plan::validate_set(plans, options.source);
   if (start_index >= plans.size()) throw InputError({options.source, 0, 0, "plans"}, "the start plan is out of range");
   const plan::Plan& first = plans[start_index];
-  auto schedule = pipeline::PipelineSchedule::make(first.schedule, first.num_stages, first.num_microbatches, first.virtual_stages);
+  auto schedule = schedule::PipelineSchedule::make(first.schedule, first.num_stages, first.num_microbatches, first.virtual_stages);
   std::vector<Timeline> timelines;
   for (const plan::Plan& p : plans) timelines.push_back(timeline_of(p, schedule));
 

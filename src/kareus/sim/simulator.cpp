@@ -7,8 +7,8 @@
 #include <random>
 
 #include "kareus/core/error.hpp"
-#include "kareus/pipeline/dag.hpp"
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/dag.hpp"
+#include "kareus/schedule/schedule.hpp"
 #include "kareus/plan/validate.hpp"
 
 namespace kareus::sim {
@@ -84,9 +84,9 @@ Alignment parse_alignment(std::string_view text) {
 SimulationResult simulate(const plan::Plan& plan, const SimulationOptions& options) {
   check_options(options);
   plan::validate(plan, options.plan_source);
-  const pipeline::PipelineSchedule schedule =
-      pipeline::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
-  const pipeline::InstructionDag dag(schedule);
+  const schedule::PipelineSchedule schedule =
+      schedule::PipelineSchedule::make(plan.schedule, plan.num_stages, plan.num_microbatches, plan.virtual_stages);
+  const schedule::InstructionDag dag(schedule);
   const std::size_t n = dag.num_nodes();
   const double p_blocking_w = plan.p_blocking_w;
   const double e = options.exposed_host_s;
@@ -156,7 +156,7 @@ SimulationResult simulate(const plan::Plan& plan, const SimulationOptions& optio
   std::vector<SimulatedInstruction> records(n);
   double dynamic_energy_j = 0, makespan_s = 0;
   for (std::size_t v : dag.topological_order()) {
-    const pipeline::Instruction& ins = dag.instruction(v);
+    const schedule::Instruction& ins = dag.instruction(v);
     const auto stage = static_cast<std::size_t>(ins.stage);
     double ready = 0, stage_free = 0;
     for (std::size_t k = dag.predecessor_begin(v); k < dag.predecessor_begin(v + 1); ++k) {

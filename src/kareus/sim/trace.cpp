@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <array>
 
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 namespace kareus::sim {
 namespace {
@@ -16,8 +16,8 @@ constexpr double kMicroseconds = 1e6;
 constexpr std::array<const char*, 6> kClockColours = {"good", "olive", "yellow", "rail_load", "bad", "terrible"};
 
 std::string instruction_label(const plan::PlannedInstruction& i, int virtual_stages) {
-  std::string kind = i.type == pipeline::InstructionType::kForward ? "F"
-                     : i.part == pipeline::BackwardPart::kWeightGradient ? "W"
+  std::string kind = i.type == schedule::InstructionType::kForward ? "F"
+                     : i.part == schedule::BackwardPart::kWeightGradient ? "W"
                                                                           : "B";
   std::string label = fmt::format("{}{}", kind, i.microbatch);
   if (virtual_stages > 1) label += fmt::format(".{}", i.chunk);

@@ -92,7 +92,7 @@ py::list instruction_list(const PlanCursor& cursor) {
   py::list list;
   for (std::size_t k = 0; k < cursor.instructions_per_iteration(); ++k) {
     const auto& i = cursor.instruction(k);
-    list.append(py::dict("type"_a = std::string(kareus::pipeline::to_string(i.type)),
+    list.append(py::dict("type"_a = std::string(kareus::schedule::to_string(i.type)),
                          "microbatch"_a = i.microbatch, "freq_mhz"_a = i.freq_mhz,
                          "time_s"_a = i.time_s, "energy_j"_a = i.energy_j,
                          "knobs"_a = knobs_dict(cursor.knobs(k))));

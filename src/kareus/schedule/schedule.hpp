@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "kareus/pipeline/option_table.hpp"
+#include "kareus/schedule/instruction.hpp"
 
-namespace kareus::pipeline {
+namespace kareus::schedule {
 
 enum class ScheduleKind { k1F1B, kGPipe, kInterleaved1F1B, kZeroBubbleH1 };
 
@@ -25,33 +25,8 @@ std::optional<ScheduleKind> parse_schedule_kind(std::string_view text);
 // The names parse_schedule_kind accepts, for help texts and errors: "1f1b, gpipe, interleaved, zb-h1".
 std::string_view schedule_kind_names();
 
-// Which part of a backward an instruction runs: all of it, or, in a zero-bubble schedule, the
-// input gradient (B, which the previous stage waits for) or the weight gradient (W, which nothing
-// waits for).
-enum class BackwardPart : std::uint8_t { kWhole, kInputGradient, kWeightGradient };
-
 // True for schedules whose backward is split into B and W instructions (ZB-H1).
 bool splits_backward(ScheduleKind kind);
-
-struct Instruction {
-  int stage = 0;
-  InstructionType type = InstructionType::kForward;
-  int microbatch = 0;
-  int chunk = 0;  // the stage's model chunk (interleaved: virtual stage chunk·stages + stage)
-  BackwardPart part = BackwardPart::kWhole;  // backwards only
-  bool operator==(const Instruction&) const = default;
-};
-
-// The option set an instruction draws from: forward, whole backward, or its B or W.
-constexpr OptionSlot option_slot(const Instruction& ins) {
-  if (ins.type == InstructionType::kForward) return OptionSlot::kForward;
-  switch (ins.part) {
-    case BackwardPart::kInputGradient: return OptionSlot::kBackwardInput;
-    case BackwardPart::kWeightGradient: return OptionSlot::kBackwardWeight;
-    case BackwardPart::kWhole: break;
-  }
-  return OptionSlot::kBackward;
-}
 
 class PipelineSchedule {
  public:
@@ -92,15 +67,4 @@ class PipelineSchedule {
   std::vector<std::vector<Instruction>> order_;
 };
 
-// The options an instruction draws from: its stage's, chunk's and slot's.
-inline const std::vector<StageOption>& options_of(const OptionTable& table, const Instruction& ins) {
-  return table.at(ins.stage, ins.chunk, option_slot(ins));
-}
-
-// A table of `virtual_stages` chunks per stage from one of whole stages (a profile that measures
-// whole stages, as Perseus's do): every chunk gets the stage's options with time and energy divided
-// by V. The profile does not say how much of a stage is its embedding or LM head, so they are
-// spread over its chunks too; compose, which knows, gives each chunk its own (compose.hpp).
-OptionTable chunk_option_table(const OptionTable& table, int virtual_stages);
-
-}  // namespace kareus::pipeline
+}  // namespace kareus::schedule

@@ -18,9 +18,9 @@
 #include <span>
 #include <vector>
 
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
-namespace kareus::pipeline {
+namespace kareus::schedule {
 
 class InstructionDag {
  public:
@@ -104,4 +104,4 @@ class InstructionDag {
   std::vector<std::size_t> sinks_;  // nodes without successors
 };
 
-}  // namespace kareus::pipeline
+}  // namespace kareus::schedule

@@ -1,4 +1,4 @@
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "kareus/core/error.hpp"
 
-namespace kareus::pipeline {
+namespace kareus::schedule {
 namespace {
 
 constexpr std::array<std::pair<ScheduleKind, std::string_view>, 4> kNames = {{
@@ -105,25 +105,6 @@ std::string_view schedule_kind_names() { return "1f1b, gpipe, interleaved, zb-h1
 
 bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::kZeroBubbleH1; }
 
-OptionTable chunk_option_table(const OptionTable& table, int virtual_stages) {
-  KAREUS_CHECK(virtual_stages >= 1, "virtual stages must be at least 1");
-  KAREUS_CHECK(table.chunks == 1, "the table already has chunks");
-  OptionTable out;
-  out.chunks = virtual_stages;
-  for (const auto& stage : table.options) {
-    for (int chunk = 0; chunk < virtual_stages; ++chunk) {
-      auto& per_slot = out.options.emplace_back(stage);
-      for (auto& options : per_slot) {
-        for (StageOption& o : options) {
-          o.time_s /= virtual_stages;
-          o.energy_j /= virtual_stages;
-        }
-      }
-    }
-  }
-  return out;
-}
-
 std::size_t PipelineSchedule::num_instructions() const {
   std::size_t n = 0;
   for (const Order& order : order_) n += order.size();
@@ -169,4 +150,4 @@ PipelineSchedule PipelineSchedule::make(ScheduleKind kind, int num_stages, int n
   return schedule;
 }
 
-}  // namespace kareus::pipeline
+}  // namespace kareus::schedule

@@ -1,4 +1,4 @@
-#include "kareus/pipeline/schedule.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -6,9 +6,9 @@
 #include <set>
 
 #include "kareus/core/error.hpp"
-#include "kareus/pipeline/dag.hpp"
+#include "kareus/schedule/dag.hpp"
 
-namespace kareus::pipeline {
+namespace kareus::schedule {
 namespace {
 
 TEST(Schedule, OneFOneBMatchesPerseusOrderOnFourStages) {
@@ -83,4 +83,4 @@ TEST(Schedule, RejectsEmptyPipelines) {
 }
 
 }  // namespace
-}  // namespace kareus::pipeline
+}  // namespace kareus::schedule

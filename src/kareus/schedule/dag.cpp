@@ -1,10 +1,10 @@
-#include "kareus/pipeline/dag.hpp"
+#include "kareus/schedule/dag.hpp"
 
 #include <algorithm>
 
 #include "kareus/core/error.hpp"
 
-namespace kareus::pipeline {
+namespace kareus::schedule {
 
 InstructionDag::InstructionDag(const PipelineSchedule& schedule) {
   const int num_stages = schedule.num_stages();
@@ -102,4 +102,4 @@ InstructionDag::InstructionDag(const PipelineSchedule& schedule) {
   }
 }
 
-}  // namespace kareus::pipeline
+}  // namespace kareus::schedule
