@@ -121,7 +121,8 @@ TEST_F(ArtifactCli, SearchOnATableMeasuresOnlyItsKnobsAndSaysSo) {
   // MOBO likewise: its default budget is a share of the table, and nothing it asks for fails.
   const CliResult m = run("search --partition all --evaluator artifact:" + kFixture.string() + " --out " + path("mobo"));
   ASSERT_EQ(m.exit_code, 0) << m.err;
-  for (const auto& [key, p] : nlohmann::json::parse(slurp(path("mobo/summary.json")))["partitions"].items()) {
+  const auto mobo = nlohmann::json::parse(slurp(path("mobo/summary.json")));  // outlives the loop
+  for (const auto& [key, p] : mobo["partitions"].items()) {
     EXPECT_EQ(p["failed"], 0) << key;
     EXPECT_EQ(p["space_size"], (key.starts_with("fwd_") || key.starts_with("bwd_")) ? 18 : 3)
         << key;
