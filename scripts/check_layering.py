@@ -41,7 +41,7 @@ def strip_cmake_comments(text):
 
 
 def module_of_target(name, modules):
-    """The module a target kareus_<name> belongs to (kareus_evaluate_cuda: evaluate), or None."""
+    """The module a target kareus_<name> belongs to (kareus_executor_cuda: evaluate), or None."""
     best = None
     for module in modules:
         if name == module or name.startswith(module + "_"):

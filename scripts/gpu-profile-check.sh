@@ -48,7 +48,7 @@ if [ "$device" = nvml ]; then
   echo "gpu-profile-check: $name as preset $gpu, clocks $clocks MHz, collective SMs $sms" >&2
   # cuDNN's fused attention graphs against an fp32 causal reference (where the build has cuDNN).
   if cmake --build "$build" -j"$(nproc)" --target gpu_fused_attention_test >/dev/null 2>&1; then
-    "$build/tests/evaluate/gpu/gpu_fused_attention_test" --gtest_brief=1 >&2 ||
+    "$build/tests/executor/cuda/gpu_fused_attention_test" --gtest_brief=1 >&2 ||
       echo "gpu-profile-check: cuDNN's fused attention does not match the reference (see above)" >&2
   fi
 fi

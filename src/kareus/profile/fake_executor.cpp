@@ -85,9 +85,9 @@ double FakeExecutor::run(const workload::Partition& partition, const workload::K
   return run_s * static_cast<double>(repetitions);
 }
 
-double FakeExecutor::p2p_wait(evaluate::P2pRole role, int receiver, int sender, double delay_s) {
+double FakeExecutor::p2p_wait(executor::P2pRole role, int receiver, int sender, double delay_s) {
   KAREUS_CHECK(receiver != sender && delay_s >= 0, "a P2P wait needs two ranks and a non-negative delay");
-  if (role == evaluate::P2pRole::kBystander) return 0;
+  if (role == executor::P2pRole::kBystander) return 0;
   device_->set_load(0);
   time_->advance_s(delay_s);
   return delay_s;

@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "kareus/evaluate/gpu/executor.hpp"
+#include "kareus/executor/executor.hpp"
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/profile/group.hpp"
 #include "kareus/runtime/fake_gpu.hpp"
@@ -30,7 +30,7 @@ struct FakeExecutorOptions {
   double slowdown = 1.0;  // this rank runs this many times slower than the model (max-over-ranks tests)
 };
 
-class FakeExecutor final : public evaluate::PartitionExecutor {
+class FakeExecutor final : public executor::PartitionExecutor {
  public:
   // `groups` may be null: no peers to keep in step with. Throws InputError on a slowdown <= 0.
   FakeExecutor(hardware::GpuSpec gpu, std::shared_ptr<runtime::FakeGpu> device,
@@ -43,7 +43,7 @@ class FakeExecutor final : public evaluate::PartitionExecutor {
   double run(const workload::Partition& partition, const workload::Knob& knob, long repetitions) override;
   // The receiver's device draws what the model says a GPU blocked on P2P draws (static power:
   // load 0) while its clock moves by the sender's idle; the sender idles as long.
-  double p2p_wait(evaluate::P2pRole role, int receiver, int sender, double delay_s) override;
+  double p2p_wait(executor::P2pRole role, int receiver, int sender, double delay_s) override;
 
   // Times prepare() allocated for `key` (once, however often it is called).
   int allocations(const std::string& key) const;

@@ -12,7 +12,7 @@
 
 namespace kareus::profile {
 
-Measurer::Measurer(Group& world, evaluate::PartitionExecutor& executor, runtime::FrequencyController& controller,
+Measurer::Measurer(Group& world, executor::PartitionExecutor& executor, runtime::FrequencyController& controller,
                    runtime::EnergyMonitor& monitor, MeasurementOptions options)
     : world_(world), executor_(executor), controller_(controller), monitor_(monitor), options_(std::move(options)) {
   if (!(options_.window_s > 0) || !std::isfinite(options_.window_s)) {

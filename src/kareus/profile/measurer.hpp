@@ -18,7 +18,7 @@
 
 #include "kareus/workload/partition.hpp"
 
-#include "kareus/evaluate/gpu/executor.hpp"
+#include "kareus/executor/executor.hpp"
 #include "kareus/profile/group.hpp"
 #include "kareus/runtime/energy_monitor.hpp"
 #include "kareus/runtime/frequency_controller.hpp"
@@ -46,7 +46,7 @@ class Measurer {
  public:
   // `monitor` watches this rank's one GPU; `controller` drives it. Throws InputError for options
   // that are not positive (warm-up and cool-down may be 0).
-  Measurer(Group& world, evaluate::PartitionExecutor& executor, runtime::FrequencyController& controller,
+  Measurer(Group& world, executor::PartitionExecutor& executor, runtime::FrequencyController& controller,
            runtime::EnergyMonitor& monitor, MeasurementOptions options);
 
   // Collective call. Throws DeviceError when the device fails or the window reads no time.
@@ -74,7 +74,7 @@ class Measurer {
   KnobMeasurement measure_work(const std::string& window, double freq_mhz, const std::function<double(long)>& run);
 
   Group& world_;
-  evaluate::PartitionExecutor& executor_;
+  executor::PartitionExecutor& executor_;
   runtime::FrequencyController& controller_;
   runtime::EnergyMonitor& monitor_;
   MeasurementOptions options_;

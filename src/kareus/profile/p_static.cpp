@@ -11,7 +11,7 @@
 
 namespace kareus::profile {
 
-PStaticResult measure_p_static(Group& world, evaluate::PartitionExecutor& executor,
+PStaticResult measure_p_static(Group& world, executor::PartitionExecutor& executor,
                                runtime::FrequencyController& controller, runtime::EnergyMonitor& monitor,
                                PStaticOptions options) {
   const int n = world.size();
@@ -33,9 +33,9 @@ PStaticResult measure_p_static(Group& world, evaluate::PartitionExecutor& execut
     options.idle = [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); };
   }
   const int rank = world.rank();
-  const evaluate::P2pRole role = rank == options.receiver ? evaluate::P2pRole::kReceiver
-                                 : rank == options.sender ? evaluate::P2pRole::kSender
-                                                          : evaluate::P2pRole::kBystander;
+  const executor::P2pRole role = rank == options.receiver ? executor::P2pRole::kReceiver
+                                 : rank == options.sender ? executor::P2pRole::kSender
+                                                          : executor::P2pRole::kBystander;
   controller.request_sm_clock(static_cast<int>(std::lround(options.clock_mhz)));
   controller.wait_idle();
   // A first, short exchange sets the channel up (communicators, connections), outside the window.
@@ -45,14 +45,14 @@ PStaticResult measure_p_static(Group& world, evaluate::PartitionExecutor& execut
 
   double energy_j = 0, time_s = 0;
   const std::string window = "p_static";
-  if (role == evaluate::P2pRole::kReceiver) monitor.begin_window(window);
+  if (role == executor::P2pRole::kReceiver) monitor.begin_window(window);
   try {
     executor.p2p_wait(role, options.receiver, options.sender, options.wait_s);
   } catch (...) {
-    if (role == evaluate::P2pRole::kReceiver) monitor.cancel_window(window);
+    if (role == executor::P2pRole::kReceiver) monitor.cancel_window(window);
     throw;
   }
-  if (role == evaluate::P2pRole::kReceiver) {
+  if (role == executor::P2pRole::kReceiver) {
     const runtime::Measurement m = monitor.end_window(window);
     if (!(m.elapsed_s > 0)) throw DeviceError("P_static's window read no time");
     time_s = m.elapsed_s;

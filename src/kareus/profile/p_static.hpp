@@ -11,7 +11,7 @@
 
 #include <functional>
 
-#include "kareus/evaluate/gpu/executor.hpp"
+#include "kareus/executor/executor.hpp"
 #include "kareus/profile/group.hpp"
 #include "kareus/runtime/energy_monitor.hpp"
 #include "kareus/runtime/frequency_controller.hpp"
@@ -37,7 +37,7 @@ struct PStaticResult {
 // Collective call on every rank of `world` (at least 2). Throws InputError for options that do
 // not fit the world (fewer than 2 ranks, receiver == sender, a rank outside it, wait not
 // positive), DeviceError when the clock cannot be locked or the window reads no time.
-PStaticResult measure_p_static(Group& world, evaluate::PartitionExecutor& executor,
+PStaticResult measure_p_static(Group& world, executor::PartitionExecutor& executor,
                                runtime::FrequencyController& controller, runtime::EnergyMonitor& monitor,
                                PStaticOptions options);
 

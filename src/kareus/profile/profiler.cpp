@@ -12,7 +12,7 @@
 #include "kareus/runtime/nvml_gpu.hpp"
 
 #ifdef KAREUS_HAVE_CUDA_EXECUTOR
-#include "kareus/evaluate/gpu/cuda/cuda_executor.hpp"
+#include "kareus/executor/cuda/cuda_executor.hpp"
 #endif
 
 namespace kareus::profile {
@@ -140,21 +140,21 @@ Profiler::Profiler(const workload::ModelSpec& model, const workload::ParallelCon
     }
     gpu_ = nvml;
 #ifdef KAREUS_HAVE_CUDA_EXECUTOR
-    evaluate::CudaExecutorOptions cuda;
+    executor::CudaExecutorOptions cuda;
     cuda.cuda_device = cuda_index;
-    cuda.collective = options.collective == CollectiveKind::kNccl ? evaluate::CollectiveBackend::kNccl
-                                                                  : evaluate::CollectiveBackend::kCopy;
+    cuda.collective = options.collective == CollectiveKind::kNccl ? executor::CollectiveBackend::kNccl
+                                                                  : executor::CollectiveBackend::kCopy;
     cuda.model = model;
     cuda.parallel = parallel;
     cuda.peers = [groups = groups_.get()](workload::ParallelGroup which) {
       Group& g = groups->of(which);
-      return evaluate::CudaCollectivePeers{g.rank(), g.size(), [&g](std::string& bytes) { g.broadcast(bytes); }};
+      return executor::CudaCollectivePeers{g.rank(), g.size(), [&g](std::string& bytes) { g.broadcast(bytes); }};
     };
     cuda.world = [world = world_.get()] {
-      return evaluate::CudaCollectivePeers{world->rank(), world->size(),
+      return executor::CudaCollectivePeers{world->rank(), world->size(),
                                            [world](std::string& bytes) { world->broadcast(bytes); }};
     };
-    executor_ = evaluate::make_cuda_executor(std::move(cuda));
+    executor_ = executor::make_cuda_executor(std::move(cuda));
 #else
     (void)model;
     throw DeviceError("measuring on the GPU needs the CUDA executor, and this kareus was built without the CUDA "

@@ -64,7 +64,7 @@ class Profiler {
   Group& world() const { return *world_; }
   ProfileSession& session() const { return *session_; }
   runtime::FrequencyController& controller() const { return *controller_; }
-  evaluate::PartitionExecutor& executor() const { return *executor_; }
+  executor::PartitionExecutor& executor() const { return *executor_; }
   runtime::EnergyMonitor& monitor() const { return *monitor_; }
   const MeasurementOptions& measurement() const { return measurer_->options(); }
   // The fake executor and device when DeviceKind::kFake, else null.
@@ -80,7 +80,7 @@ class Profiler {
   std::shared_ptr<runtime::Gpu> gpu_;
   std::unique_ptr<runtime::FrequencyController> controller_;
   std::unique_ptr<runtime::EnergyMonitor> monitor_;
-  std::unique_ptr<evaluate::PartitionExecutor> executor_;
+  std::unique_ptr<executor::PartitionExecutor> executor_;
   const FakeExecutor* fake_executor_ = nullptr;
   std::unique_ptr<Measurer> measurer_;
   std::unique_ptr<ProfileSession> session_;

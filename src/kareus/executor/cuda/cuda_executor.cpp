@@ -1,4 +1,4 @@
-#include "kareus/evaluate/gpu/cuda/cuda_executor.hpp"
+#include "kareus/executor/cuda/cuda_executor.hpp"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -18,12 +18,12 @@
 
 #include "kareus/core/error.hpp"
 #ifdef KAREUS_HAVE_CUDNN
-#include "kareus/evaluate/gpu/cuda/fused_attention.hpp"
+#include "kareus/executor/cuda/fused_attention.hpp"
 #endif
-#include "kareus/evaluate/gpu/cuda/kernels.hpp"
-#include "kareus/evaluate/gpu/op_shapes.hpp"
+#include "kareus/executor/cuda/kernels.hpp"
+#include "kareus/executor/op_shapes.hpp"
 
-namespace kareus::evaluate {
+namespace kareus::executor {
 namespace {
 
 void check(cudaError_t status, const char* what) {
@@ -579,4 +579,4 @@ std::unique_ptr<PartitionExecutor> make_cuda_executor(CudaExecutorOptions option
   return std::make_unique<CudaExecutor>(std::move(options));
 }
 
-}  // namespace kareus::evaluate
+}  // namespace kareus::executor

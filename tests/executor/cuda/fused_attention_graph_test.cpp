@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "kareus/evaluate/gpu/cuda/fused_attention.hpp"
-#include "kareus/evaluate/gpu/op_shapes.hpp"
+#include "kareus/executor/cuda/fused_attention.hpp"
+#include "kareus/executor/op_shapes.hpp"
 #include "kareus/workload/model.hpp"
 
-namespace kareus::evaluate::cuda {
+namespace kareus::executor::cuda {
 namespace {
 
 constexpr const char* kBuilt = "no cuDNN handle";
@@ -254,4 +254,4 @@ TEST_F(FusedAttentionGpu, ForwardAndBackwardMatchACausalReference) {
 }
 
 }  // namespace
-}  // namespace kareus::evaluate::cuda
+}  // namespace kareus::executor::cuda

@@ -1,4 +1,4 @@
-#include "kareus/evaluate/gpu/op_shapes.hpp"
+#include "kareus/executor/op_shapes.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "kareus/core/error.hpp"
 
-namespace kareus::evaluate {
+namespace kareus::executor {
 namespace {
 
 constexpr double e = workload::kBytesPerElement;
@@ -108,4 +108,4 @@ std::vector<OpShape> op_shapes(const workload::ModelSpec& model, const workload:
   return shapes;
 }
 
-}  // namespace kareus::evaluate
+}  // namespace kareus::executor

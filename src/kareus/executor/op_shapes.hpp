@@ -20,7 +20,7 @@
 #include "kareus/workload/parallel.hpp"
 #include "kareus/workload/partition.hpp"
 
-namespace kareus::evaluate {
+namespace kareus::executor {
 
 // Y[m, n] = X[m, k] · W[k, n]; backward runs dX = dY · Wᵀ and dW = Xᵀ · dY.
 struct GemmShape {
@@ -64,4 +64,4 @@ std::vector<OpShape> op_shapes(const workload::ModelSpec& model, const workload:
 double shape_flops(const OpShape& shape);
 double memory_kernel_bytes(const MemoryShape& shape);
 
-}  // namespace kareus::evaluate
+}  // namespace kareus::executor

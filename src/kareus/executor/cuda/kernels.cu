@@ -2,7 +2,7 @@
 
 #include "kernels.hpp"
 
-namespace kareus::evaluate::cuda {
+namespace kareus::executor::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
@@ -234,4 +234,4 @@ void copy_on_sms(const void* src, void* dst, long bytes, int blocks, cudaStream_
                                                                   static_cast<uint4*>(dst), bytes / 16);
 }
 
-}  // namespace kareus::evaluate::cuda
+}  // namespace kareus::executor::cuda

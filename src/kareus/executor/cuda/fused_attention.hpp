@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-namespace kareus::evaluate::cuda {
+namespace kareus::executor::cuda {
 
 struct FusedAttentionShape {
   long batch = 0, q_heads = 0, kv_heads = 0, len = 0, head_dim = 0;  // queries and keys both `len` long
@@ -77,4 +77,4 @@ class FusedAttention {
   friend class GraphBuilder;
 };
 
-}  // namespace kareus::evaluate::cuda
+}  // namespace kareus::executor::cuda

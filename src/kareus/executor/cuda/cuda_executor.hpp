@@ -33,11 +33,11 @@
 #include <memory>
 #include <string>
 
-#include "kareus/evaluate/gpu/executor.hpp"
+#include "kareus/executor/executor.hpp"
 #include "kareus/workload/model.hpp"
 #include "kareus/workload/parallel.hpp"
 
-namespace kareus::evaluate {
+namespace kareus::executor {
 
 // This rank's place in a collective's group, and how to share bytes with it.
 struct CudaCollectivePeers {
@@ -63,4 +63,4 @@ struct CudaExecutorOptions {
 // Throws DeviceError when the device, cuBLASLt, cuDNN or NCCL cannot be set up.
 std::unique_ptr<PartitionExecutor> make_cuda_executor(CudaExecutorOptions options);
 
-}  // namespace kareus::evaluate
+}  // namespace kareus::executor

@@ -15,7 +15,7 @@
 #define KAREUS_STRINGIFY_(x) #x
 #define KAREUS_STRINGIFY(x) KAREUS_STRINGIFY_(x)
 
-namespace kareus::evaluate {
+namespace kareus::executor {
 namespace {
 
 void* library() {
@@ -39,11 +39,11 @@ Function resolve(const char* name) {
 }
 
 }  // namespace
-}  // namespace kareus::evaluate
+}  // namespace kareus::executor
 
 // The real function, resolved once per call site's function.
 #define KAREUS_REAL(name) \
-  static const auto real = ::kareus::evaluate::resolve<decltype(&::name)>(#name)
+  static const auto real = ::kareus::executor::resolve<decltype(&::name)>(#name)
 
 #define KAREUS_HIDDEN __attribute__((visibility("hidden")))
 

@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "kareus/core/error.hpp"
-#include "kareus/evaluate/gpu/op_shapes.hpp"
+#include "kareus/executor/op_shapes.hpp"
 #include "kareus/workload/model.hpp"
 
-namespace kareus::evaluate {
+namespace kareus::executor {
 namespace {
 
 TEST(OpShapes, EveryOpOfEveryPartitionHasAShapeMatchingItsCounts) {
@@ -83,4 +83,4 @@ TEST(OpShapes, AnUnknownOpIsAnInputError) {
 }
 
 }  // namespace
-}  // namespace kareus::evaluate
+}  // namespace kareus::executor

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace kareus::evaluate::cuda {
+namespace kareus::executor::cuda {
 
 // Uniform values in [-1, 1) from a counter-based hash of (seed, index).
 void fill_random_bf16(void* data, long elements, std::uint32_t seed, cudaStream_t stream);
@@ -43,4 +43,4 @@ void softmax_backward(void* dp, const void* p, long batches, long columns, long 
 // collective's SM and HBM footprint without its peers.
 void copy_on_sms(const void* src, void* dst, long bytes, int blocks, cudaStream_t stream);
 
-}  // namespace kareus::evaluate::cuda
+}  // namespace kareus::executor::cuda

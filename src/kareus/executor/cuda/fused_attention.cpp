@@ -1,4 +1,4 @@
-#include "kareus/evaluate/gpu/cuda/fused_attention.hpp"
+#include "kareus/executor/cuda/fused_attention.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "kareus/core/error.hpp"
 
-namespace kareus::evaluate::cuda {
+namespace kareus::executor::cuda {
 namespace {
 
 using Desc = cudnnBackendDescriptor_t;
@@ -332,4 +332,4 @@ void FusedAttention::run(int binding, cudaStream_t stream) const {
   check(cudnnBackendExecute(handle_, plan_, packs_.at(static_cast<std::size_t>(binding))), "cudnnBackendExecute");
 }
 
-}  // namespace kareus::evaluate::cuda
+}  // namespace kareus::executor::cuda

@@ -1,7 +1,7 @@
 // Running a partition on a GPU: the executor owns the device work (tensors, streams, kernels, the
 // collective's communicators) and nothing else. It neither sets clocks nor reads energy: the
 // measurement protocol that does (profile/measurer.hpp) sits after the runtime in the module order,
-// so that this interface, and the CUDA implementation behind it (evaluate/gpu/cuda/), depend on the
+// so that this interface, and the CUDA implementation behind it (executor/cuda/), depend on the
 // workload only.
 //
 // One executor serves one GPU of one rank. A partition's collective spans the ranks of its group
@@ -21,7 +21,7 @@
 #include "kareus/core/error.hpp"
 #include "kareus/workload/partition.hpp"
 
-namespace kareus::evaluate {
+namespace kareus::executor {
 
 // A rank's part in P_static's point-to-point wait.
 enum class P2pRole { kReceiver, kSender, kBystander };
@@ -58,4 +58,4 @@ class PartitionExecutor {
   }
 };
 
-}  // namespace kareus::evaluate
+}  // namespace kareus::executor
