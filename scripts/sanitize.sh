@@ -5,6 +5,8 @@
 #   regressions; any report fails the test that gave it.
 # - TSan (build-tsan): the solver's two-thread frontier and the runtime's per-GPU workers, the tests
 #   that run them on several threads.
+# SANITIZE_QUICK=1 (what CI runs) leaves out of the ASan suite the few tests that take over a minute
+# under ASan (each plans a whole job with the sanitized `kareus`; docs/testing.md lists them).
 #   SANITIZE="asan tsan" JOBS=2 scripts/sanitize.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,9 @@ jobs=${JOBS:-$(nproc)}
 asan=${ASAN_BUILD:-build-asan}
 tsan=${TSAN_BUILD:-build-tsan}
 suites=(${SANITIZE:-asan tsan})
+slow_under_asan='^(RealPlanCursor\.|JournalCli\.ASearchsJournalsResumeUnderPlan|PlanConsumers\.EveryConsumerRefuses|PlanCli\.(TheBaselinesAndSavings|TargetsPickTheirPoint)|HwCli\.CheckPlansNamesItsEngine|FrontierCli\.ReadsTheComposedTable|ReportCli\.PlanAndCompareDraw)'
+skip=()
+if [ "${SANITIZE_QUICK:-0}" = 1 ]; then skip=(-E "$slow_under_asan"); fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
@@ -22,7 +27,7 @@ for suite in "${suites[@]}"; do
     asan)
       bash scripts/configure-asan.sh "$asan"
       cmake --build "$asan" -j"$jobs" --target kareus core_test schedule_test pipeline_test runtime_test cli_test fuzz_targets >/dev/null
-      ctest --test-dir "$asan" --output-on-failure -j"$jobs" -L '^(core|schedule|pipeline|runtime|cli|fuzz)$'
+      ctest --test-dir "$asan" --output-on-failure -j"$jobs" -L '^(core|schedule|pipeline|runtime|cli|fuzz)$' "${skip[@]}"
       ;;
     tsan)
       cmake -S . -B "$tsan" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAREUS_WERROR=OFF -DKAREUS_BUILD_BENCH=OFF \

@@ -3,8 +3,6 @@
 // rounds that expand the front by them.
 #include "kareus/pipeline/local_search.hpp"
 
-#include <tbb/parallel_for.h>
-#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <bit>
@@ -13,6 +11,7 @@
 #include <utility>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/parallel.hpp"
 #include "kareus/pipeline/min_cut.hpp"
 
 namespace kareus::pipeline {
@@ -517,7 +516,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
     return false;
   };
   auto find_moves = [&solver, &phase, &options](Chunk& chunk) {
-    tbb::parallel_for(std::size_t{0}, chunk.origins.size(), [&](std::size_t k) {
+    parallel_for(std::size_t{0}, chunk.origins.size(), [&](std::size_t k) {
       if (phase == Phase::kWide) {
         chunk.moves[k] = wide_neighbours(solver, chunk.origins[k], options.wide_move_reach);
       } else if (!chunk.moves[k] || phase == Phase::kCut) {
@@ -526,7 +525,7 @@ LocalSearchOutcome run_local_search(const FrontierSolver& solver, SearchFront& f
     });
   };
   Chunk chunks[2];  // the one being offered, the one whose moves are being found
-  tbb::task_group expansion;
+  TaskGroup expansion;
   try {
     // The budget is counted in expansions times instructions (an expansion's cost grows with the
     // DAG), and checked before each round after the first: a round starts only if the plans

@@ -1,12 +1,12 @@
 // solve_frontier: Phillips–Dessouky's steps on this thread, their plans on a second one a batch
 // behind, the first round's moves found ahead while it waits; then the local search's rounds.
-#include <tbb/task_group.h>
 
 #include <atomic>
 #include <optional>
 #include <utility>
 
 #include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/core/parallel.hpp"
 #include "kareus/pipeline/local_search.hpp"
 
 namespace kareus::pipeline {
@@ -31,7 +31,7 @@ Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedu
   std::vector<double> entered_in_steps;  // evaluating side only: plans that entered
   std::size_t next_ahead = 0;
   std::atomic<bool> batch_ready{false};
-  tbb::task_group evaluation;
+  TaskGroup evaluation;
   // Finds one plan's moves ahead; false when there is nothing left to find.
   auto find_moves_ahead = [&] {
     while (next_ahead < entered_in_steps.size()) {

@@ -1,13 +1,13 @@
 #include "kareus/search/search.hpp"
 
 #include <fmt/format.h>
-#include <tbb/parallel_for.h>
 
 #include <chrono>
 #include <cmath>
 #include <mutex>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/parallel.hpp"
 
 namespace kareus::search {
 namespace {
@@ -119,7 +119,7 @@ SearchOutcome run_search(const KnobSpace& space, Strategy& strategy, const Measu
       report();
     };
     if (concurrent_measure && options.parallel && batch.proposals.size() > 1) {
-      tbb::parallel_for(std::size_t{0}, batch.proposals.size(), [&](std::size_t k) {
+      parallel_for(std::size_t{0}, batch.proposals.size(), [&](std::size_t k) {
         record(measure_one(space, batch.proposals[k], measure, options.static_power_w));
       });
     } else {
