@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -182,7 +183,9 @@ std::variant<ArtifactRecord, UnusableRecord> parse_artifact_record(const std::st
   };
   auto integer_of = [&](const char* name) {
     const double v = number_of(name);
-    if (v != std::floor(v)) throw InputError({file, number, 0, name}, fmt::format("must be an integer, got {}", v));
+    if (v != std::floor(v) || v > std::numeric_limits<int>::max()) {
+      throw InputError({file, number, 0, name}, fmt::format("must be an integer an int holds, got {}", v));
+    }
     return static_cast<int>(v);
   };
   const double freq = number_of("freq");
