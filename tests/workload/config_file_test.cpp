@@ -56,5 +56,14 @@ TEST_F(ConfigFile, SyntaxErrorsNameFileAndLine) {
   EXPECT_FALSE(input_error_of([&] { read_config_document(dir_ / "missing.yaml"); }).empty());
 }
 
+TEST_F(ConfigFile, AYamlByteThatIsNotUtf8IsRefusedAtItsLine) {
+  // What a YAML file holds goes into journals and summaries as JSON, which must be UTF-8: a name
+  // with such a byte made every later dump throw (found by fuzzing job files).
+  const std::string error =
+      input_error_of([&] { read_config_document(write("e.yaml", "tp: 8\ngpu: a100-sx\x81m4-40gb\n")); });
+  EXPECT_TRUE(Contains(error, "e.yaml:2: not valid YAML: a byte that is not UTF-8")) << error;
+  EXPECT_EQ(read_config_document(write("f.yaml", "name: caf\xc3\xa9\n"))["name"], "caf\xc3\xa9");  // UTF-8 is fine
+}
+
 }  // namespace
 }  // namespace kareus::workload

@@ -52,6 +52,24 @@ nlohmann::json to_json(const YAML::Node& node, const std::string& source) {
   return nullptr;
 }
 
+// A YAML file is UTF-8 text (yaml-cpp does not check), and what it holds must stay writable as JSON
+// (journals, summaries, errors that quote it): a byte that is not UTF-8 is refused at its line and
+// column.
+void refuse_non_utf8(const std::string& text, const std::string& source) {
+  std::size_t line_start = 0;
+  long line = 1;
+  for (std::size_t end = 0; end <= text.size(); ++end) {
+    if (end < text.size() && text[end] != '\n') continue;
+    try {
+      (void)nlohmann::json(text.substr(line_start, end - line_start)).dump();
+    } catch (const nlohmann::json::type_error&) {
+      throw InputError({source, line, 0, ""}, "not valid YAML: a byte that is not UTF-8");
+    }
+    line_start = end + 1;
+    ++line;
+  }
+}
+
 }  // namespace
 
 nlohmann::json read_config_document(const std::filesystem::path& path) {
@@ -65,6 +83,7 @@ nlohmann::json read_config_document(const std::filesystem::path& path) {
       throw InputError({source, 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
     }
   } else {
+    refuse_non_utf8(text, source);
     try {
       doc = to_json(YAML::Load(text), source);
     } catch (const YAML::Exception& e) {
