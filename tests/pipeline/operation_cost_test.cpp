@@ -4,6 +4,8 @@
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "kareus/core/error.hpp"
 #include "test_tables.hpp"
@@ -44,6 +46,23 @@ TEST(OperationCost, OptionsAreTheEffectiveEnergyParetoSet) {
   // The model stops at the least real energy (1200 MHz, 20 J); 900 MHz is only for slack.
   EXPECT_EQ(cost.max_units(), 55);
   EXPECT_EQ(cost.min_units(), 50);
+}
+
+TEST(OperationCost, ADurationOfMoreUnitsThanFitInMemoryIsBadInput) {
+  // 6.7e15 s in 1 ms units: a profile's time not in seconds (found by fuzzing Perseus profiles:
+  // the per-unit tables' resize threw std::length_error, exit 70).
+  const std::vector<StageOption> options = {{1410, 0.05, 24.0, nullptr}, {990, 6.7e15, 17.0, nullptr}};
+  try {
+    OperationCost(options, 60.0, 1e-3, CostModelKind::kHull, "stage 0 forward");
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("stage 0 forward: an option's time 6.7e+15 s is 6.7e+18 units of 0.001 s"),
+              std::string::npos)
+        << e.what();
+  }
+  // A long but real one (50 s in 1 ms units) is an operation like any other.
+  const std::vector<StageOption> real = {{1410, 0.05, 24.0, nullptr}, {990, 50.0, 17000.0, nullptr}};
+  EXPECT_NO_THROW(OperationCost(real, 60.0, 1e-3, CostModelKind::kHull, "stage 0 forward"));
 }
 
 TEST(OperationCost, ExponentialFitRecoversTheGeneratingCurve) {

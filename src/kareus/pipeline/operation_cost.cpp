@@ -106,9 +106,17 @@ OperationCost::OperationCost(std::span<const StageOption> options, double p_bloc
     : model_(model) {
   KAREUS_CHECK(!options.empty(), "an operation needs at least one option");
   KAREUS_CHECK(unit_time_s > 0, "the time unit must be positive");
+  // Past this many units a duration is no stage's (a profile's time not in seconds, or a unit far
+  // too fine), and the per-unit tables below would not fit in memory.
+  constexpr double kMaxUnits = 1e7;
   std::vector<Candidate> all;
   for (std::size_t i = 0; i < options.size(); ++i) {
     const StageOption& o = options[i];
+    if (o.time_s / unit_time_s > kMaxUnits) {
+      throw InputError(fmt::format("{}: an option's time {:g} s is {:.3g} units of {:g} s, more than the solver's {:.0e}: "
+                                   "is the profile's time in seconds, and the unit not too fine?",
+                                   what, o.time_s, o.time_s / unit_time_s, unit_time_s, kMaxUnits));
+    }
     // Durations are whole units: the nearest to the measured time, and at least one.
     long units = std::max(1L, static_cast<long>(std::llround(o.time_s / unit_time_s)));
     all.push_back({i, units, o.time_s, o.energy_j - p_blocking_w * o.time_s});
