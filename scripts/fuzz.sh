@@ -4,6 +4,7 @@
 # (<build>/corpus/<name>/). A crash, sanitizer report, hang (FUZZ_TIMEOUT per input) or broken
 # error contract stops that target with its input in <build>/findings/; the script then fails.
 # Skips, exit 0, where clang or its libFuzzer is missing (Debian: clang libclang-rt-dev).
+# FUZZ_SEED fixes libFuzzer's seed (CI's run explores the same inputs each time); unset, it is random.
 #   FUZZ_SECONDS=300 FUZZ_TARGETS="plan journal" scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,8 @@ seconds=${FUZZ_SECONDS:-300}
 timeout=${FUZZ_TIMEOUT:-10}
 build=${ASAN_BUILD:-build-asan}
 jobs=${JOBS:-$(nproc)}
+seed=()
+if [ -n "${FUZZ_SEED:-}" ]; then seed=(-seed="$FUZZ_SEED"); fi
 
 if ! command -v clang++ >/dev/null ||
    ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' |
@@ -31,7 +34,7 @@ printf '%-16s %10s %10s %8s %s\n' target executions exec/s corpus result
 for t in "${targets[@]}"; do
   mkdir -p "$build/corpus/$t"
   log="$build/findings/$t.log"
-  if "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 -max_len=65536 \
+  if "$build/fuzz/fuzz_$t" "${seed[@]}" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 -max_len=65536 \
       -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
     result=ok
   else
