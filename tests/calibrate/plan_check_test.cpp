@@ -134,7 +134,7 @@ TEST(ArtifactPlans, TheFittedTimeScaleHoldsTheMedianPerseusPlanAndIgnoresTheNano
   hardware::GpuSpec gpu = preset;
   gpu.time_scale = 1;
   PlannerOptions measured_through;
-  measured_through.engine = engine::load_engine(preset.calibration.at("time_scale").at("engine").get<std::string>());
+  measured_through.engine = engine::load_engine(preset.calibration.time_scale->engine);
   const TimeScaleFit preset_fit =
       fit_time_scale(check_plans(plans, evaluate::make_simulated_evaluator(gpu), measured_through, false), 1);
   EXPECT_NEAR(preset_fit.time_scale, preset.time_scale, 1e-9 * preset.time_scale);

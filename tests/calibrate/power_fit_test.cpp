@@ -82,7 +82,7 @@ TEST_P(A100Presets, ThePresetsNumbersAreWhatTheFitProduces) {
   EXPECT_EQ(got.hbm_pj_per_byte, want.hbm_pj_per_byte);
   EXPECT_EQ(got.nvlink_pj_per_byte, want.nvlink_pj_per_byte);
   EXPECT_EQ(fit.check.summary.points, 2u * 16 * 38);
-  EXPECT_TRUE(near(preset.calibration.at("power_err_median_pct").get<double>(),
+  EXPECT_TRUE(near(preset.calibration.power->power_err_median_pct,
                    100 * fit.check.summary.power_err_median));
 }
 

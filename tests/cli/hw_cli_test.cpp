@@ -226,7 +226,8 @@ TEST_F(HwCli, FitPartitionsRecoversTheOverlapOfTheBoardThatMeasuredThem) {
   const hardware::GpuSpec fitted = hardware::load_gpu_spec(out);
   EXPECT_NEAR(fitted.overlap_compute_slowdown, 1.3, 1e-4);
   EXPECT_NEAR(fitted.overlap_collective_slowdown, 1.8, 1e-4);
-  EXPECT_EQ(fitted.calibration.at("overlap").at("pairs"), 16);
+  ASSERT_TRUE(fitted.calibration.overlap);
+  EXPECT_EQ(fitted.calibration.overlap->pairs, 16);
   // Everything else is the base's.
   const hardware::GpuSpec preset = hardware::load_gpu_preset("a100-sxm4-40gb");
   EXPECT_EQ(fitted.power, preset.power);
@@ -249,7 +250,7 @@ TEST_F(HwCli, FitPartitionsRecoversTheOverlapOfTheBoardThatMeasuredThem) {
   const hardware::GpuSpec refitted = hardware::load_gpu_spec(refit);
   EXPECT_EQ(refitted.overlap_compute_slowdown, fitted.overlap_compute_slowdown);
   EXPECT_EQ(refitted.overlap_collective_slowdown, fitted.overlap_collective_slowdown);
-  EXPECT_EQ(refitted.calibration.at("overlap"), fitted.calibration.at("overlap"));
+  EXPECT_EQ(refitted.calibration.overlap, fitted.calibration.overlap);
   CliResult show = run("hw show --gpu " + out);
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("compute 1.3000x slower beside a moving collective"), std::string::npos) << show.out;

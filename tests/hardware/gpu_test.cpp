@@ -10,6 +10,8 @@
 #include <fstream>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/json_fields.hpp"
+#include "kareus/core/paths.hpp"
 
 namespace kareus::hardware {
 namespace {
@@ -55,12 +57,12 @@ TEST(GpuPresets, EveryPresetLoadsAndIsSelfConsistent) {
 // Spec-only presets take the A100 calibration's dimensionless structure; nothing else is fitted.
 TEST(GpuPresets, SpecOnlyPresetsShareTheA100Structure) {
   const GpuSpec a100 = load_gpu_preset("a100-sxm4-40gb");
-  ASSERT_FALSE(a100.calibration.is_null());
+  ASSERT_TRUE(a100.calibration.power);
   auto knee_fraction = [](const GpuSpec& g) { return g.power.knee_clock_mhz / g.max_clock_mhz; };
   for (const char* name : {"a40", "h100-sxm", "h200"}) {
     SCOPED_TRACE(name);
     GpuSpec gpu = load_gpu_preset(name);
-    EXPECT_TRUE(gpu.calibration.is_null());
+    EXPECT_TRUE(gpu.calibration.empty());
     EXPECT_NEAR(gpu.power.v_min_v / gpu.power.v_max_v, a100.power.v_min_v / a100.power.v_max_v,
                 1e-4);
     EXPECT_NEAR(gpu.power.idle_sm_capacitance_nf / gpu.power.compute_capacitance_nf,
@@ -188,6 +190,42 @@ TEST_F(BadGpuJson, UnknownFieldIsNamed) {
   EXPECT_NE(message.find("unknown field"), std::string::npos) << message;
 }
 
+// The calibration is typed: each record's fields are checked and named like the GPU's own.
+TEST_F(BadGpuJson, CalibrationFieldsAreNamedWithTheirPath) {
+  const ordered_json a100 = to_json(load_gpu_preset("a100-sxm4-40gb"));
+  doc_ = a100;
+  doc_["calibration"]["time_scale"]["fitted_plans"] = "45";
+  EXPECT_EQ(error_of(doc_).first, "calibration.time_scale.fitted_plans");
+  doc_ = a100;
+  doc_["calibration"]["time_scale"]["engin"] = "megatron-te-eager";
+  EXPECT_EQ(error_of(doc_).first, "calibration.time_scale.engin");
+  doc_ = a100;
+  doc_["calibration"].erase("points");  // the power fit's fields are whole or absent
+  EXPECT_EQ(error_of(doc_).first, "calibration.points");
+  doc_ = a100;
+  doc_["calibration"]["profiles"] = ordered_json::array({"a.csv", 3});
+  EXPECT_EQ(error_of(doc_).first, "calibration.profiles");
+  doc_ = a100;
+  doc_["calibration"]["overlap"] = {{"method", "m"}, {"partitions", {"p"}}, {"measured_on", {"gpu"}}, {"pairs", 0},
+                                    {"ratio_err_median_pct_before", 1}, {"ratio_err_median_pct", 1}};
+  EXPECT_EQ(error_of(doc_).first, "calibration.overlap.pairs");
+  doc_ = a100;
+  doc_["calibration"]["note"] = "hand-edited";
+  EXPECT_EQ(error_of(doc_).first, "calibration.note");
+}
+
+// What hw fit wrote is read back to the same text: the bundled files' calibrations, key for key.
+TEST(GpuPresets, CalibrationReadsBackToTheFilesText) {
+  for (const auto& name : gpu_preset_names()) {
+    const ordered_json file = parse_json_file(data_dir() / "gpus" / (name + ".json"));
+    const GpuSpec gpu = load_gpu_preset(name);
+    EXPECT_EQ(file.contains("calibration"), !gpu.calibration.empty()) << name;
+    if (file.contains("calibration")) {
+      EXPECT_EQ(to_json(gpu.calibration).dump(1), file.at("calibration").dump(1)) << name;
+    }
+  }
+}
+
 TEST_F(BadGpuJson, InconsistentValuesAreNamed) {
   doc_["static_power_w"] = 400;  // above TDP
   EXPECT_EQ(error_of(doc_).first, "static_power_w");
@@ -216,7 +254,7 @@ TEST_F(BadGpuJson, TheTimeScaleIsOptionalAndPositive) {
   }
   for (const auto& name : gpu_preset_names()) {
     const GpuSpec gpu = load_gpu_preset(name);
-    EXPECT_EQ(gpu.time_scale != 1, gpu.calibration.contains("time_scale")) << name;
+    EXPECT_EQ(gpu.time_scale != 1, gpu.calibration.time_scale.has_value()) << name;
   }
 }
 

@@ -113,10 +113,10 @@ TEST(PowerModel, PeakFlopsProportionalToClock) {
 TEST(PowerModel, CalibratedPresetsHoldTheMeasuredLevel) {
   for (const auto& name : gpu_preset_names()) {
     GpuSpec gpu = preset(name);
-    if (gpu.calibration.is_null()) continue;
+    if (!gpu.calibration.power) continue;
     gpu.power_limit_w = 0;
     EXPECT_NEAR(model_transformer_stage(gpu, gpu.max_clock_mhz).power_w,
-                gpu.calibration.at("top_clock_power_w").get<double>(), 0.5)
+                gpu.calibration.power->top_clock_power_w, 0.5)
         << name;
   }
 }

@@ -6,25 +6,16 @@
 namespace kareus::calibrate {
 namespace {
 
-nlohmann::ordered_json& calibration_of(hardware::GpuSpec& gpu) {
-  if (gpu.calibration.is_null()) gpu.calibration = nlohmann::ordered_json::object();
-  return gpu.calibration;
-}
-
 // The power fit compares shapes: the time scale, the overlap factors and their records stay.
 FitResult fit_power(hardware::GpuSpec& gpu, const GpuFitRequest& request) {
-  auto record = [&](const char* key) {
-    return gpu.calibration.is_object() ? gpu.calibration.value(key, nlohmann::ordered_json()) : nlohmann::ordered_json();
-  };
-  const auto time_scale_record = record("time_scale"), overlap_record = record("overlap");
   FitResult fit = fit_power_model(gpu, request.profiles);
   hardware::GpuSpec fitted = fit.gpu;
   fitted.time_scale = gpu.time_scale;
   fitted.overlap_compute_slowdown = gpu.overlap_compute_slowdown;
   fitted.overlap_collective_slowdown = gpu.overlap_collective_slowdown;
-  calibration_of(fitted)["command"] = request.command;
-  if (!time_scale_record.is_null()) fitted.calibration["time_scale"] = time_scale_record;
-  if (!overlap_record.is_null()) fitted.calibration["overlap"] = overlap_record;
+  fitted.calibration.power->command = request.command;
+  fitted.calibration.time_scale = gpu.calibration.time_scale;
+  fitted.calibration.overlap = gpu.calibration.overlap;
   gpu = std::move(fitted);
   return fit;
 }
@@ -37,19 +28,18 @@ TimeScaleReport fit_scale(hardware::GpuSpec& gpu, const GpuFitRequest& request) 
   r.fit = fit_time_scale(r.at_scale_1, 1);
   gpu.time_scale = r.fit.time_scale;
   r.fitted = check_plans(request.plans, evaluate::make_simulated_evaluator(gpu), options, false);
-  calibration_of(gpu)["time_scale"] = {
-      {"method",
-       "median over the plans of Megatron-LM and Perseus (which overlap nothing) of measured over model time, the "
-       "model at time scale 1; Nanobatching+Perseus plans are not fitted, only checked"},
-      {"plans", request.plan_files},
-      {"engine", options.engine.name},
-      {"fitted_plans", r.fit.plans},
-      {"checked_plans", request.plans.size()},
-      {"time_err_median_pct_at_scale_1", 100 * r.at_scale_1.time_err_median},
-      {"energy_err_median_pct_at_scale_1", 100 * r.at_scale_1.energy_err_median},
-      {"time_err_median_pct", 100 * r.fitted.time_err_median},
-      {"energy_err_median_pct", 100 * r.fitted.energy_err_median},
-      {"command", request.command}};
+  gpu.calibration.time_scale = hardware::TimeScaleRecord{
+      .method = "median over the plans of Megatron-LM and Perseus (which overlap nothing) of measured over model "
+                "time, the model at time scale 1; Nanobatching+Perseus plans are not fitted, only checked",
+      .plans = request.plan_files,
+      .engine = options.engine.name,
+      .fitted_plans = static_cast<int>(r.fit.plans),
+      .checked_plans = static_cast<int>(request.plans.size()),
+      .time_err_median_pct_at_scale_1 = 100 * r.at_scale_1.time_err_median,
+      .energy_err_median_pct_at_scale_1 = 100 * r.at_scale_1.energy_err_median,
+      .time_err_median_pct = 100 * r.fitted.time_err_median,
+      .energy_err_median_pct = 100 * r.fitted.energy_err_median,
+      .command = request.command};
   return r;
 }
 
@@ -58,16 +48,15 @@ OverlapFit fit_interference(hardware::GpuSpec& gpu, const GpuFitRequest& request
   OverlapFit fit = fit_overlap(gpu, request.partitions);
   gpu.overlap_compute_slowdown = fit.compute_slowdown;
   gpu.overlap_collective_slowdown = fit.collective_slowdown;
-  calibration_of(gpu)["overlap"] = {
-      {"method",
-       "least squared log error of each overlapped knob's measured time over its partition's sequential knob at the "
-       "same clock, against the model's same ratio; both factors in [1, 4]"},
-      {"partitions", request.partition_dirs},
-      {"measured_on", std::vector<std::string>(measured_on.begin(), measured_on.end())},
-      {"pairs", fit.pairs.size()},
-      {"ratio_err_median_pct_before", 100 * fit.err_median_before},
-      {"ratio_err_median_pct", 100 * fit.err_median_after},
-      {"command", request.command}};
+  gpu.calibration.overlap = hardware::OverlapRecord{
+      .method = "least squared log error of each overlapped knob's measured time over its partition's sequential "
+                "knob at the same clock, against the model's same ratio; both factors in [1, 4]",
+      .partitions = request.partition_dirs,
+      .measured_on = std::vector<std::string>(measured_on.begin(), measured_on.end()),
+      .pairs = static_cast<int>(fit.pairs.size()),
+      .ratio_err_median_pct_before = 100 * fit.err_median_before,
+      .ratio_err_median_pct = 100 * fit.err_median_after,
+      .command = request.command};
   return fit;
 }
 

@@ -288,19 +288,20 @@ FitResult fit_power_model(const GpuSpec& base, std::span<const ProfileCurve> cur
     if (std::find(sources.begin(), sources.end(), c.source) == sources.end())
       sources.push_back(c.source);
   }
-  result.gpu.calibration = nlohmann::ordered_json{
-      {"method",
-       "least squares on power(f)/power(f_top) of the transformer stage model, NLopt LN_SBPLX from 12 fixed "
-       "starts; fitted knee_clock_mhz, v_min_v, idle_sm_capacitance_nf; compute_capacitance_nf sets the "
-       "model's power at the profiles' top clocks to their measured mean (no power limit while fitting); "
-       "copy_capacitance_nf keeps the base ratio"},
-      {"top_clock_power_w", round6(measured_top_power_w(curves))},
-      {"profiles", sources},
-      {"points", s.points},
-      {"time_err_median_pct", round6(100 * s.time_err_median)},
-      {"time_err_max_pct", round6(100 * s.time_err_max)},
-      {"power_err_median_pct", round6(100 * s.power_err_median)},
-      {"power_err_max_pct", round6(100 * s.power_err_max)},
+  result.gpu.calibration = {};
+  result.gpu.calibration.power = hardware::PowerFitRecord{
+      .method = "least squares on power(f)/power(f_top) of the transformer stage model, NLopt LN_SBPLX from 12 "
+                "fixed starts; fitted knee_clock_mhz, v_min_v, idle_sm_capacitance_nf; compute_capacitance_nf sets "
+                "the model's power at the profiles' top clocks to their measured mean (no power limit while "
+                "fitting); copy_capacitance_nf keeps the base ratio",
+      .top_clock_power_w = round6(measured_top_power_w(curves)),
+      .profiles = sources,
+      .points = static_cast<int>(s.points),
+      .time_err_median_pct = round6(100 * s.time_err_median),
+      .time_err_max_pct = round6(100 * s.time_err_max),
+      .power_err_median_pct = round6(100 * s.power_err_median),
+      .power_err_max_pct = round6(100 * s.power_err_max),
+      .command = "",  // fit_gpu records the command
   };
   return result;
 }

@@ -123,28 +123,23 @@ void print_spec(const hardware::GpuSpec& gpu) {
 }
 
 // What the preset's calibration records: the power fit's errors, the time scale's, overlap's.
-void print_calibration(const nlohmann::ordered_json& c) {
-  if (c.is_null()) return;
-  fmt::print(
-      "  {:<18} {} points; time error median {:.2f}% max {:.2f}%, power error median {:.2f}% max "
-      "{:.2f}%\n",
-      "calibration", c.value("points", 0), c.value("time_err_median_pct", 0.0),
-      c.value("time_err_max_pct", 0.0), c.value("power_err_median_pct", 0.0),
-      c.value("power_err_max_pct", 0.0));
-  if (c.contains("time_scale")) {
-    const auto& t = c.at("time_scale");
+void print_calibration(const hardware::Calibration& c) {
+  if (const auto& p = c.power) {
+    fmt::print("  {:<18} {} points; time error median {:.2f}% max {:.2f}%, power error median {:.2f}% max {:.2f}%\n",
+               "calibration", p->points, p->time_err_median_pct, p->time_err_max_pct, p->power_err_median_pct,
+               p->power_err_max_pct);
+  }
+  if (const auto& t = c.time_scale) {
     fmt::print("  {:<18} time scale from {} measured plans without overlap ({} checked); median error on all, time "
                "{:.2f}% energy {:.2f}% (at scale 1: {:.2f}% and {:.2f}%)\n",
-               "", t.value("fitted_plans", 0), t.value("checked_plans", 0), t.value("time_err_median_pct", 0.0),
-               t.value("energy_err_median_pct", 0.0), t.value("time_err_median_pct_at_scale_1", 0.0),
-               t.value("energy_err_median_pct_at_scale_1", 0.0));
+               c.power ? "" : "calibration", t->fitted_plans, t->checked_plans, t->time_err_median_pct,
+               t->energy_err_median_pct, t->time_err_median_pct_at_scale_1, t->energy_err_median_pct_at_scale_1);
   }
-  if (c.contains("overlap")) {
-    const auto& o = c.at("overlap");
+  if (const auto& o = c.overlap) {
     fmt::print("  {:<18} overlap from {} measured knob pairs (overlapped over sequential time at one clock); "
                "median error of that ratio {:.2f}% (before: {:.2f}%)\n",
-               "", o.value("pairs", 0), o.value("ratio_err_median_pct", 0.0),
-               o.value("ratio_err_median_pct_before", 0.0));
+               c.power || c.time_scale ? "" : "calibration", o->pairs, o->ratio_err_median_pct,
+               o->ratio_err_median_pct_before);
   }
 }
 

@@ -85,6 +85,17 @@ int JsonFields::count(const std::string& key) {
   return static_cast<int>(v.get<long long>());
 }
 
+std::vector<std::string> JsonFields::texts(const std::string& key) {
+  const json& v = require(key);
+  if (!v.is_array()) fail(key, "expected a list of strings");
+  std::vector<std::string> out;
+  for (const json& item : v) {
+    if (!item.is_string() || item.get<std::string>().empty()) fail(key, "expected a list of non-empty strings");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 void JsonFields::reject_unknown() const {
   for (const auto& [key, value] : object_.items()) {
     if (!used_.contains(key)) fail(key, "unknown field");

@@ -34,6 +34,8 @@ class JsonFields {
   double positive(const std::string& key);
   double non_negative(const std::string& key);
   int count(const std::string& key);
+  // A list of non-empty strings (it may be empty).
+  std::vector<std::string> texts(const std::string& key);
   // Every key of the object must have been asked for.
   void reject_unknown() const;
 

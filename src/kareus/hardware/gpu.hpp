@@ -32,6 +32,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kareus/hardware/calibration.hpp"
+
 namespace kareus::hardware {
 
 // Parameters of the DVFS power model (static power lives on GpuSpec::static_power_w).
@@ -79,7 +81,7 @@ struct GpuSpec {
   double overlap_compute_slowdown = 1;
   double overlap_collective_slowdown = 1;
   PowerModel power;
-  nlohmann::ordered_json calibration;  // how the power model was fitted; null for spec-only ones
+  Calibration calibration;  // how its numbers were fitted; empty for spec-only ones
 
   double min_clock_mhz() const { return sm_clocks_mhz.front(); }
   // True when `freq_mhz` is one of sm_clocks_mhz (to within 1e-6 MHz).
@@ -134,7 +136,7 @@ double power_capped_clock_mhz(const GpuSpec& gpu, double freq_mhz, PowerAt&& pow
 // GPU JSON files (data/gpus/*.json) hold the fields of GpuSpec in spec-sheet units:
 // "peak_bf16_tflops", "hbm_bandwidth_gb_per_s", "nvlink_bandwidth_gb_per_s_per_direction";
 // "sm_clocks_mhz" is a list or {"min", "max", "step"}; "power_model" holds PowerModel's fields;
-// "calibration" is optional; "power_limit_w" is optional (default: "tdp_w"); "time_scale" is
+// "calibration" is optional (hardware/calibration.hpp); "power_limit_w" is optional (default: "tdp_w"); "time_scale" is
 // optional (default 1), as are "overlap_compute_slowdown" and "overlap_collective_slowdown" (at
 // least 1; default 1). Unknown fields are errors (a misspelt field would else be ignored).
 

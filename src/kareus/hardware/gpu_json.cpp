@@ -188,8 +188,8 @@ GpuSpec gpu_spec_from_json(const json& doc, const std::string& source) {
     gpu.overlap_collective_slowdown = f.positive("overlap_collective_slowdown");
   gpu.power = read_power_model(f.require("power_model"), source);
   if (const json* calibration = f.find("calibration")) {
-    if (!calibration->is_object()) f.fail("calibration", "expected a JSON object");
-    gpu.calibration = *calibration;
+    JsonFields fields(*calibration, source, "calibration");
+    gpu.calibration = read_calibration(fields);
   }
   f.reject_unknown();
   validate(gpu, source);
@@ -246,7 +246,7 @@ json to_json(const GpuSpec& gpu) {
   if (gpu.overlap_compute_slowdown != 1) doc["overlap_compute_slowdown"] = number_json(gpu.overlap_compute_slowdown);
   if (gpu.overlap_collective_slowdown != 1)
     doc["overlap_collective_slowdown"] = number_json(gpu.overlap_collective_slowdown);
-  if (!gpu.calibration.is_null()) doc["calibration"] = gpu.calibration;
+  if (!gpu.calibration.empty()) doc["calibration"] = to_json(gpu.calibration);
   return doc;
 }
 
