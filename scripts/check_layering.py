@@ -20,7 +20,7 @@ KNOWN: dict = {}
 
 # What a training job links: the runtime reaches (through every CMake link and include, directly or
 # not) only these modules, so its C library and Python module carry no solver, search or compose.
-RUNTIME_REACHES = {"core", "schedule", "hardware", "plan", "runtime"}
+RUNTIME_REACHES = {"core", "schedule", "interop", "hardware", "plan", "runtime"}
 
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".c", ".cu", ".cuh", ".inc"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]kareus/([A-Za-z0-9_]+)/')

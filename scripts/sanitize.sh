@@ -27,8 +27,8 @@ for suite in "${suites[@]}"; do
   case $suite in
     asan)
       bash scripts/configure-asan.sh "$asan"
-      cmake --build "$asan" -j"$jobs" --target kareus core_test schedule_test pipeline_test runtime_test cli_test fuzz_targets >/dev/null
-      ctest --test-dir "$asan" --output-on-failure -j"$jobs" -L '^(core|schedule|pipeline|runtime|cli|fuzz)$' "${skip[@]}"
+      cmake --build "$asan" -j"$jobs" --target kareus core_test schedule_test interop_test pipeline_test runtime_test cli_test fuzz_targets >/dev/null
+      ctest --test-dir "$asan" --output-on-failure -j"$jobs" -L '^(core|schedule|interop|pipeline|runtime|cli|fuzz)$' "${skip[@]}"
       ;;
     tsan)
       cmake -S . -B "$tsan" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAREUS_WERROR=OFF -DKAREUS_BUILD_BENCH=OFF \

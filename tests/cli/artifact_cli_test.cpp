@@ -9,7 +9,7 @@
 #include <set>
 
 #include "cli_fixture.hpp"
-#include "kareus/core/artifact_format.hpp"
+#include "kareus/interop/artifact_format.hpp"
 #include "kareus/core/csv.hpp"
 #include "kareus/evaluate/artifact_tree.hpp"
 

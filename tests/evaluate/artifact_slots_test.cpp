@@ -8,7 +8,7 @@
 // rope: QKV post-processing, rotary embedding; activation: SwiGLU; linear; attn) and only
 // consecutive ops of the same memory-bound group (norm, rope, activation) share a slot. Ours
 // (workload::launch_slots) follows the same rule, so the names differ only by the family alias of
-// core/artifact_format (act → activation), on these jobs' partitions and wherever different
+// interop/artifact_format (act → activation), on these jobs' partitions and wherever different
 // memory-bound groups meet.
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kareus/core/artifact_format.hpp"
+#include "kareus/interop/artifact_format.hpp"
 #include "kareus/workload/model.hpp"
 #include "kareus/workload/parallel.hpp"
 #include "kareus/workload/partition.hpp"
@@ -70,10 +70,10 @@ void expect_slots(const std::vector<workload::Partition>& partitions, const std:
     for (const auto& s : p.slots) names.push_back(s.name);
     EXPECT_EQ(names, ours) << p.key;
     Slots renamed;
-    for (const auto& name : names) renamed.push_back(to_artifact_slot(name));
+    for (const auto& name : names) renamed.push_back(interop::to_artifact_slot(name));
     EXPECT_EQ(renamed, theirs) << p.key;
-    for (const auto& name : theirs) EXPECT_EQ(to_artifact_slot(from_artifact_slot(name)), name) << p.key;
-    for (std::size_t i = 0; i < names.size() && i < theirs.size(); ++i) EXPECT_EQ(from_artifact_slot(theirs[i]), names[i]);
+    for (const auto& name : theirs) EXPECT_EQ(interop::to_artifact_slot(interop::from_artifact_slot(name)), name) << p.key;
+    for (std::size_t i = 0; i < names.size() && i < theirs.size(); ++i) EXPECT_EQ(interop::from_artifact_slot(theirs[i]), names[i]);
     // The artifact's own rule over our op list gives its names.
     EXPECT_EQ(artifact_rule(p), theirs) << p.key;
     seen[p.key] = true;
@@ -125,7 +125,7 @@ TEST(ArtifactSlots, TheRulesAgreeWhereDifferentMemoryBoundGroupsMeet) {
   p.ops = {{"fc1", workload::OpKind::kGemm}, {"swiglu", workload::OpKind::kActivation},
            {"norm", workload::OpKind::kNorm}, {"fc2", workload::OpKind::kGemm}};
   Slots ours;
-  for (const auto& s : workload::launch_slots(p.ops)) ours.push_back(to_artifact_slot(s.name));
+  for (const auto& s : workload::launch_slots(p.ops)) ours.push_back(interop::to_artifact_slot(s.name));
   EXPECT_EQ(ours, (Slots{"linear_0", "activation_0", "norm_0", "linear_1"}));
   EXPECT_EQ(artifact_rule(p), ours);
 }
@@ -145,7 +145,7 @@ TEST(ArtifactSlots, TheRulesAgreeOnRandomOpSequences) {
     Slots ours;
     std::size_t next_op = 0;
     for (const auto& s : slots) {
-      ours.push_back(to_artifact_slot(s.name));
+      ours.push_back(interop::to_artifact_slot(s.name));
       EXPECT_EQ(s.first_op, next_op) << "trial " << trial;
       next_op += s.op_count;
     }

@@ -9,10 +9,10 @@
 #include <nlopt.hpp>
 #include <numeric>
 
-#include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/median.hpp"
 #include "kareus/hardware/stage_model.hpp"
+#include "kareus/interop/perseus_profile.hpp"
 
 namespace kareus::calibrate {
 namespace {
@@ -155,12 +155,8 @@ double ShapeRow::power_err() const {
 }
 
 std::vector<ProfileCurve> read_stage_profile(const std::filesystem::path& path) {
-  CsvTable table = read_csv(path);
-  const std::size_t stage_col = table.require_column("stage");
-  const std::size_t instruction_col = table.require_column("instruction");
-  const std::size_t freq_col = table.require_column("frequency");
-  const std::size_t time_col = table.require_column("time");
-  const std::size_t energy_col = table.require_column("energy");
+  using Column = interop::PerseusProfile::Column;
+  const interop::PerseusProfile table = interop::read_perseus_profile(path);
 
   struct Point {
     double freq_mhz, time_s, power_w;
@@ -170,15 +166,15 @@ std::vector<ProfileCurve> read_stage_profile(const std::filesystem::path& path) 
   std::vector<std::string> instructions;
   std::map<std::pair<long, std::size_t>, std::vector<Point>> points;
   for (std::size_t row = 0; row < table.rows(); ++row) {
-    long stage = table.integer(row, stage_col);
-    if (stage < 0) table.fail(row, stage_col, "stage must be >= 0");
-    const std::string& instruction = table.text(row, instruction_col);
-    if (instruction.empty()) table.fail(row, instruction_col, "instruction must not be empty");
+    long stage = table.stage(row);
+    if (stage < 0) table.fail(row, Column::kStage, "stage must be >= 0");
+    const std::string& instruction = table.instruction(row);
+    if (instruction.empty()) table.fail(row, Column::kInstruction, "instruction must not be empty");
     auto it = std::find(instructions.begin(), instructions.end(), instruction);
     std::size_t order = static_cast<std::size_t>(it - instructions.begin());
     if (it == instructions.end()) instructions.push_back(instruction);
-    double freq = table.positive(row, freq_col), time = table.positive(row, time_col);
-    double energy = table.positive(row, energy_col);
+    double freq = table.frequency_mhz(row), time = table.time_s(row);
+    double energy = table.energy_j(row);
     points[{stage, order}].push_back({freq, time, energy / time, row});
   }
   if (points.empty()) throw InputError({path.string(), 0, 0, ""}, "no measurements");
@@ -190,7 +186,7 @@ std::vector<ProfileCurve> read_stage_profile(const std::filesystem::path& path) 
     ProfileCurve curve{path.string(), key.first, instructions[key.second], {}, {}, {}};
     for (std::size_t i = 0; i < pts.size(); ++i) {
       if (i > 0 && pts[i].freq_mhz == pts[i - 1].freq_mhz) {
-        table.fail(pts[i].row, freq_col,
+        table.fail(pts[i].row, Column::kFrequency,
                    fmt::format("stage {} {} at {} MHz is given twice (also line {})", curve.stage,
                                curve.instruction, pts[i].freq_mhz, table.line_of(pts[i - 1].row)));
       }
@@ -199,7 +195,7 @@ std::vector<ProfileCurve> read_stage_profile(const std::filesystem::path& path) 
       curve.power_w.push_back(pts[i].power_w);
     }
     if (curve.freq_mhz.size() < 2) {
-      table.fail(pts.front().row, freq_col,
+      table.fail(pts.front().row, Column::kFrequency,
                  fmt::format("stage {} {} has one clock; a shape needs at least two", curve.stage,
                              curve.instruction));
     }

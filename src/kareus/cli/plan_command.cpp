@@ -14,6 +14,7 @@
 #include "kareus/cli/unit_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/interop/perseus_profile.hpp"
 #include "kareus/planner/baselines.hpp"
 #include "kareus/planner/host_bound.hpp"
 #include "kareus/planner/plan_job.hpp"
@@ -210,16 +211,15 @@ std::string report_html(const planner::Job& job, const planner::JobPlan& p, cons
 
 // The composed table in the profile format `kareus frontier --profile` reads (knobs left out).
 std::string stage_options_csv(const pipeline::OptionTable& table) {
-  std::string csv = "stage,instruction,frequency,time,energy\n";
+  std::vector<interop::PerseusProfileRow> rows;
   for (int stage = 0; stage < table.num_stages(); ++stage) {
     for (schedule::OptionSlot slot : schedule::kAllOptionSlots) {  // with zb-h1 also B and W
       for (const pipeline::StageOption& o : table.at(stage, slot)) {
-        csv += fmt::format("{},{},{:.17g},{:.17g},{:.17g}\n", stage, schedule::to_string(slot), o.freq_mhz, o.time_s,
-                           o.energy_j);
+        rows.push_back({stage, std::string(schedule::to_string(slot)), o.freq_mhz, o.time_s, o.energy_j});
       }
     }
   }
-  return csv;
+  return interop::format_perseus_profile(rows);
 }
 
 void print_plan(const planner::Job& job, const planner::JobPlan& p, const evaluate::Evaluator& evaluator,

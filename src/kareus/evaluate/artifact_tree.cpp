@@ -9,10 +9,11 @@
 #include <set>
 #include <sstream>
 
-#include "kareus/core/artifact_format.hpp"
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/interop/artifact_format.hpp"
+#include "kareus/interop/artifact_log.hpp"
 
 namespace kareus::evaluate {
 namespace {
@@ -34,26 +35,6 @@ constexpr NonPartitionFile kNonPartitionFiles[] = {
     {"loss", "head_fwd"},
     {"postprocess_backward", "head_bwd"},
 };
-
-// A slot field as the artifact writes it: a name, or a legacy op index (-1 = none).
-struct SlotField {
-  std::string name;  // ours; empty when it is an op index other than -1
-  std::string written;
-  bool index = false;  // the legacy form
-};
-
-SlotField slot_field(const nlohmann::json& value, const InputLocation& where) {
-  if (value.is_string()) {
-    const std::string text = value.get<std::string>();
-    if (text.empty()) throw InputError(where, "is empty; expected a slot name or \"none\"");
-    return {from_artifact_slot(text), text, false};
-  }
-  if (value.is_number_integer()) {
-    const long index = value.get<long>();
-    return {index == -1 ? std::string(workload::kSequentialSlot) : std::string(), std::to_string(index), true};
-  }
-  throw InputError(where, fmt::format("expected a slot name or an op index, got {}", value.dump()));
-}
 
 std::vector<fs::path> sorted_entries(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -162,53 +143,12 @@ void read_partition(const fs::path& dir, ArtifactTree& tree) {
 
 std::variant<ArtifactRecord, UnusableRecord> parse_artifact_record(const std::string& line, const std::string& file,
                                                                    long number, const std::string& partition) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number overflow
-    throw InputError({file, number, 0, ""}, fmt::format("not a JSON object: {}", e.what()));
-  }
-  if (!doc.is_object()) throw InputError({file, number, 0, ""}, "not a JSON object");
-  auto field = [&](const char* name) -> const nlohmann::json& {
-    auto it = doc.find(name);
-    if (it == doc.end()) throw InputError({file, number, 0, name}, "is missing");
-    return *it;
-  };
-  auto number_of = [&](const char* name) {
-    const auto& v = field(name);
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-      throw InputError({file, number, 0, name}, fmt::format("must be a number >= 0, got {}", v.dump()));
-    }
-    return v.get<double>();
-  };
-  auto integer_of = [&](const char* name) {
-    const double v = number_of(name);
-    if (v != std::floor(v) || v > std::numeric_limits<int>::max()) {
-      throw InputError({file, number, 0, name}, fmt::format("must be an integer an int holds, got {}", v));
-    }
-    return static_cast<int>(v);
-  };
-  const double freq = number_of("freq");
-  if (freq <= 0) throw InputError({file, number, 0, "freq"}, "must be a positive clock in MHz");
-  const SlotField start = slot_field(field("overlap_start"), {file, number, 0, "overlap_start"});
-  const SlotField end = slot_field(field("overlap_end"), {file, number, 0, "overlap_end"});
-  const int sm = integer_of("sm");
-  integer_of("block");  // the collective's threads per block: the artifact's, not a Kareus knob
-  const double t = number_of("time_s"), e = number_of("energy_j");
+  static_assert(interop::kNotOverlapped == workload::kSequentialSlot);
+  auto parsed = interop::parse_artifact_log_line(line, file, number);
   const std::string where = fmt::format("{}:{}", file, number);
-  // A legacy window of op indices of the artifact's op list (e.g. (0, 6): launch before op 0, sync
-  // before op 6); only (-1, -1), not overlapped, has a Kareus knob.
-  if ((start.index || end.index) && (start.name.empty() || end.name != workload::kSequentialSlot)) {
-    return UnusableRecord{partition, where,
-                          fmt::format("the legacy op-index window ({}, {}) names no launch slot Kareus can match",
-                                      start.written, end.written)};
-  }
-  if (end.name != workload::kSequentialSlot) {
-    return UnusableRecord{partition, where,
-                          fmt::format("overlap_end {} syncs the collective at a given op, which no Kareus knob does",
-                                      end.written)};
-  }
-  return ArtifactRecord{partition, {freq, sm, start.name}, t, e, where};
+  if (auto* bad = std::get_if<interop::UnusableLogRecord>(&parsed)) return UnusableRecord{partition, where, bad->reason};
+  const auto& r = std::get<interop::ArtifactLogRecord>(parsed);
+  return ArtifactRecord{partition, {r.freq_mhz, r.sms, r.slot}, r.time_s, r.energy_j, where};
 }
 
 std::map<std::string, std::size_t> ArtifactTree::records_by_partition() const {

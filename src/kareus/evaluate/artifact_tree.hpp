@@ -14,7 +14,7 @@
 // - a repeated knob (the artifact itself keeps the first);
 // - a non-partition CSV that no Kareus key takes, or half of head_fwd (postprocess + loss) without
 //   the other half at that clock.
-// Slots are renamed to ours through core/artifact_format.hpp (activation_0 → act_0). Energy is
+// Slots are renamed to ours through interop/artifact_format.hpp (activation_0 → act_0). Energy is
 // the per-rank column (per GPU); head_fwd = postprocess + loss, head_bwd = postprocess_backward
 // (the artifact does not profile the loss's backward). A malformed record, or a file that cannot
 // be read, is an InputError naming file, line and field.

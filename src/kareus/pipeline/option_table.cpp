@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
+#include "kareus/interop/perseus_profile.hpp"
 
 namespace kareus::pipeline {
 
@@ -36,42 +36,33 @@ OptionTable chunk_option_table(const OptionTable& table, int virtual_stages) {
 }
 
 OptionTable read_option_table(const std::filesystem::path& path, int num_stages) {
+  using Column = interop::PerseusProfile::Column;
   if (num_stages < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", num_stages));
-  CsvTable csv = read_csv(path);
-  const std::size_t stage_col = csv.require_column("stage");
-  const std::size_t type_col = csv.require_column("instruction");
-  const std::size_t freq_col = csv.require_column("frequency");
-  const std::size_t time_col = csv.require_column("time");
-  const std::size_t energy_col = csv.require_column("energy");
-  std::vector<std::size_t> knob_cols;
-  for (std::size_t c = 0; c < csv.header().size(); ++c) {
-    if (c != stage_col && c != type_col && c != freq_col && c != time_col && c != energy_col) {
-      knob_cols.push_back(c);
-    }
-  }
+  const interop::PerseusProfile profile = interop::read_perseus_profile(path);
+  const std::vector<std::string> knob_fields = profile.extra_columns();
 
   OptionTable table;
   table.options.resize(static_cast<std::size_t>(num_stages));
-  for (std::size_t row = 0; row < csv.rows(); ++row) {
-    long stage = csv.integer(row, stage_col);
+  for (std::size_t row = 0; row < profile.rows(); ++row) {
+    long stage = profile.stage(row);
     if (stage < 0 || stage >= num_stages) {
-      csv.fail(row, stage_col,
-               fmt::format("stage {} is outside 0..{} (--stages {})", stage, num_stages - 1,
-                           num_stages));
+      profile.fail(row, Column::kStage,
+                   fmt::format("stage {} is outside 0..{} (--stages {})", stage, num_stages - 1, num_stages));
     }
-    auto slot = schedule::parse_option_slot(csv.text(row, type_col));
+    auto slot = schedule::parse_option_slot(profile.instruction(row));
     if (!slot) {
-      csv.fail(row, type_col,
-               fmt::format("'{}' is not an instruction (forward, backward, backward_input or backward_weight)",
-                           csv.text(row, type_col)));
+      profile.fail(row, Column::kInstruction,
+                   fmt::format("'{}' is not an instruction (forward, backward, backward_input or backward_weight)",
+                               profile.instruction(row)));
     }
     StageOption option;
-    option.freq_mhz = csv.positive(row, freq_col);
-    option.time_s = csv.positive(row, time_col);
-    option.energy_j = csv.positive(row, energy_col);
-    if (!knob_cols.empty()) {
+    option.freq_mhz = profile.frequency_mhz(row);
+    option.time_s = profile.time_s(row);
+    option.energy_j = profile.energy_j(row);
+    if (!knob_fields.empty()) {
       option.knob = nlohmann::json::object();
-      for (std::size_t c : knob_cols) option.knob[csv.header()[c]] = csv.text(row, c);
+      const std::vector<std::string> cells = profile.extra(row);
+      for (std::size_t k = 0; k < knob_fields.size(); ++k) option.knob[knob_fields[k]] = cells[k];
     }
     table.at(static_cast<int>(stage), *slot).push_back(std::move(option));
   }

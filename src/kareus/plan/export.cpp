@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "kareus/core/artifact_format.hpp"
+#include "kareus/interop/artifact_format.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/plan/validate.hpp"
@@ -38,7 +38,7 @@ bool is_field(std::string_view key, bool cp) {
   auto has = [&](std::span<const std::string_view> fields) {
     return std::find(fields.begin(), fields.end(), key) != fields.end();
   };
-  return has(artifact_forward_fields(cp)) || has(artifact_backward_fields(cp));
+  return has(interop::artifact_forward_fields(cp)) || has(interop::artifact_backward_fields(cp));
 }
 
 void add_field(FieldConfigs& fields, const std::string& key, std::string config, const std::string& where) {
@@ -59,9 +59,9 @@ void add_partition_list(const nlohmann::json& list, const std::string& where, st
       throw InputError({where, 0, 0, field}, "needs 'key' and 'slot' (strings) and 'sms' (an integer)");
     }
     add_field(out, p.at("key").get<std::string>(),
-              format_artifact_config({to_artifact_slot(p.at("slot").get<std::string>()),
+              interop::format_artifact_config({interop::to_artifact_slot(p.at("slot").get<std::string>()),
                                       "none", p.at("sms").get<int>(),
-                                      kArtifactBlockSize, false}),
+                                      interop::kArtifactBlockSize, false}),
               where);
   }
 }
@@ -81,11 +81,11 @@ FieldConfigs field_configs(const PlannedInstruction& ins, const std::string& whe
     const bool backward = ins.type == schedule::InstructionType::kBackward;
     for (const auto& [column, value] : knob.items()) {
       // Columns that are no schedule field, and fields this instruction leaves empty, are not ours.
-      const std::optional<std::string> key = artifact_profile_field(column, backward);
+      const std::optional<std::string> key = interop::artifact_profile_field(column, backward);
       if (!value.is_string() || !key || (!backward && key->starts_with("bwd_"))) continue;
       const std::string text = value.get<std::string>();
       if (text.empty()) continue;
-      if (!parse_artifact_config(text)) {
+      if (!interop::parse_artifact_config(text)) {
         throw InputError({where, 0, 0, fmt::format("knob.{}", column)},
                          fmt::format("'{}' is not an artifact config string (<start>-<end>-<SMs>-<block>)", text));
       }
@@ -171,8 +171,8 @@ ArtifactLayout artifact_layout(const Plan& plan) {
 std::string kareus_artifact_scheds(const Plan& plan) {
   require_one_f_one_b(plan);
   const ArtifactLayout layout = artifact_layout(plan);
-  const auto forward = artifact_forward_fields(layout.context_parallel);
-  const auto backward = artifact_backward_fields(layout.context_parallel);
+  const auto forward = interop::artifact_forward_fields(layout.context_parallel);
+  const auto backward = interop::artifact_backward_fields(layout.context_parallel);
   std::string out = "[\n";
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const auto& stage = plan.stages[s];

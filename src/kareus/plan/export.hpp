@@ -9,7 +9,7 @@
 //     recomputed forward fields, then qkv_ar, qkv_rs, a_rs, a_ag, o_ag, o_ar, mlp;
 //   - without checkpointing, one ((forward...), (backward...)) pair per microbatch, in microbatch
 //     order, the backward without recomputed fields.
-//   Each field is a collective's config string `<slot>-none-<SMs>-1024` (core/artifact_format.hpp:
+//   Each field is a collective's config string `<slot>-none-<SMs>-1024` (interop/artifact_format.hpp:
 //   slots in the artifact's names, e.g. activation_0 for our act_0), placed by partition key, not
 //   by the order of the knob's list.
 //   Its scheduler runs 1F1B only: a plan of another schedule (interleaved, zb-h1, gpipe) is refused
@@ -26,7 +26,7 @@
 // or one carried from the artifact's instruction profile, whose columns already hold its config
 // strings: {"attention_configs": "linear_0-none-12-1024", "mlp_configs": "...",
 // "recompute_attention_configs": ..., "recompute_mlp_configs": ...} (TP) or the partition keys
-// themselves (CP; core/artifact_format.hpp's artifact_profile_field); those strings are written
+// themselves (CP; interop/artifact_format.hpp's artifact_profile_field); those strings are written
 // as they are.
 #pragma once
 

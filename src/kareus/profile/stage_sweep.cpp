@@ -9,6 +9,7 @@
 #include "kareus/compose/compose.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
+#include "kareus/interop/perseus_profile.hpp"
 
 namespace kareus::profile {
 namespace {
@@ -98,12 +99,11 @@ std::vector<Measurer::Step> stage_steps(const workload::ModelSpec& model, const 
 }
 
 std::string stage_profile_csv(const std::vector<StageMeasurement>& measurements) {
-  std::string csv = "stage,instruction,frequency,time,energy\n";
+  std::vector<interop::PerseusProfileRow> rows;
   for (const auto& m : measurements) {
-    csv += fmt::format("{},{},{:g},{:.9g},{:.9g}\n", m.stage, schedule::to_string(m.type), m.freq_mhz, m.time_s,
-                       m.energy_j);
+    rows.push_back({m.stage, std::string(schedule::to_string(m.type)), m.freq_mhz, m.time_s, m.energy_j});
   }
-  return csv;
+  return interop::format_perseus_profile(rows);
 }
 
 StageSweepOutcome run_stage_sweep(ProfileSession& session, const workload::ModelSpec& model,

@@ -13,9 +13,9 @@
 #include <optional>
 
 #include "kareus/core/error.hpp"
-#include "kareus/core/artifact_format.hpp"
 #include "kareus/core/io.hpp"
-#include "kareus/evaluate/artifact_tree.hpp"
+#include "kareus/interop/artifact_format.hpp"
+#include "kareus/interop/artifact_log.hpp"
 
 namespace kareus::search {
 namespace {
@@ -137,38 +137,15 @@ void fsync_directory(const std::filesystem::path& path) {
   ::close(fd);
 }
 
-// Whether `line` (the first of a file) is a record of an artifact's eval_results.jsonl.
-bool is_artifact_record(const std::string& line) {
-  try {
-    const nlohmann::json doc = nlohmann::json::parse(line);
-    return doc.is_object() && !doc.contains("format") && doc.contains("freq") && doc.contains("overlap_start");
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
-}
-
 // A successful measurement as the artifact logs one.
 std::string encode_artifact_record(const Measurement& m) {
-  ordered_json doc;
-  if (m.knob.freq_mhz == std::floor(m.knob.freq_mhz)) {
-    doc["freq"] = static_cast<long>(m.knob.freq_mhz);
-  } else {
-    doc["freq"] = m.knob.freq_mhz;
-  }
-  doc["overlap_start"] = to_artifact_slot(m.knob.slot);
-  doc["overlap_end"] = "none";
-  doc["sm"] = m.knob.sms;
-  doc["block"] = kArtifactBlockSize;
-  doc["time_s"] = m.time_s;
-  doc["energy_j"] = m.energy_j;
-  return doc.dump();
+  return interop::format_artifact_log_line({m.knob.freq_mhz, m.knob.sms, m.knob.slot, m.time_s, m.energy_j});
 }
 
 // The records of an artifact log; the last line may be torn like ours.
 JournalContents read_artifact_log(const std::string& text, const std::string& file) {
   JournalContents out;
   out.artifact_log = true;
-  const std::filesystem::path parent = std::filesystem::path(file).parent_path().filename();
   std::size_t start = 0;
   long line_no = 0;
   while (start < text.size()) {
@@ -182,18 +159,17 @@ JournalContents read_artifact_log(const std::string& text, const std::string& fi
     const bool last = end + 1 == text.size();
     if (line.find_first_not_of(" \t\r") != std::string::npos) {
       try {
-        auto parsed = evaluate::parse_artifact_record(line, file, line_no, parent.string());
-        if (auto* r = std::get_if<evaluate::ArtifactRecord>(&parsed)) {
+        auto parsed = interop::parse_artifact_log_line(line, file, line_no);
+        if (auto* r = std::get_if<interop::ArtifactLogRecord>(&parsed)) {
           Measurement m;
-          m.knob = r->knob;
+          m.knob = {r->freq_mhz, r->sms, r->slot};
           m.ok = true;
           m.time_s = r->time_s;
           m.energy_j = r->energy_j;
           m.effective_energy_j = std::nan("");  // the search recomputes it with its static power
           out.measurements.push_back(std::move(m));
         } else {
-          const auto& u = std::get<evaluate::UnusableRecord>(parsed);
-          out.unusable.push_back(u.where + ": " + u.reason);
+          out.unusable.push_back(fmt::format("{}:{}: {}", file, line_no, std::get<interop::UnusableLogRecord>(parsed).reason));
         }
       } catch (const InputError&) {
         if (!last) throw;
@@ -215,7 +191,7 @@ std::string encode_measurement(const Measurement& m) {
   doc["overlap_start"] = m.knob.slot;
   doc["overlap_end"] = "none";
   doc["sm"] = m.knob.sms;
-  doc["block"] = kArtifactBlockSize;
+  doc["block"] = interop::kArtifactBlockSize;
   doc["status"] = m.ok ? "ok" : "failed";
   if (m.ok) {
     doc["time_s"] = m.time_s;
@@ -302,7 +278,7 @@ JournalContents Journal::read(const std::filesystem::path& path) {
   JournalContents out;
   if (text.empty()) return out;
   std::size_t first_newline = text.find('\n');
-  if (is_artifact_record(text.substr(0, first_newline))) return read_artifact_log(text, file);
+  if (interop::is_artifact_log_line(text.substr(0, first_newline))) return read_artifact_log(text, file);
   if (first_newline == std::string::npos) {
     // Nothing complete: a header torn while being written, or something else entirely.
     bool torn_header = text.size() < kHeaderPrefix.size() ? kHeaderPrefix.starts_with(text) : text.starts_with(kHeaderPrefix);

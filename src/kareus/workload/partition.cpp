@@ -124,7 +124,7 @@ std::vector<LaunchSlot> launch_slots(const std::vector<ComputeOp>& ops) {
   std::map<std::string_view, int> used;  // per family
   for (std::size_t i = 0; i < ops.size(); ++i) {
     // A memory-bound op joins the slot of the op before when both are of one family, as the Kareus
-    // artifact groups them (core/artifact_format.hpp), so that slot names mean the same launch point.
+    // artifact groups them (interop/artifact_format.hpp), so that slot names mean the same launch point.
     const bool memory = is_memory_bound(ops[i].kind);
     const std::string_view family = slot_family(ops[i].kind);
     if (memory && !slots.empty() && slots.back().memory_bound && slot_family(ops[i - 1].kind) == family) {

@@ -1,4 +1,4 @@
-#include "kareus/core/artifact_format.hpp"
+#include "kareus/interop/artifact_format.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <utility>
 
-namespace kareus {
+namespace kareus::interop {
 namespace {
 
 // Slot families named differently: (ours, the artifact's).
@@ -104,4 +104,4 @@ std::optional<std::string> artifact_profile_field(std::string_view column, bool 
   return std::nullopt;
 }
 
-}  // namespace kareus
+}  // namespace kareus::interop

@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-namespace kareus {
+namespace kareus::interop {
 
 // Threads per block the artifact gives every collective it schedules (its fixed block size).
 inline constexpr int kArtifactBlockSize = 1024;
@@ -58,4 +58,4 @@ std::span<const std::string_view> artifact_backward_fields(bool cp);
 // any other column.
 std::optional<std::string> artifact_profile_field(std::string_view column, bool backward);
 
-}  // namespace kareus
+}  // namespace kareus::interop

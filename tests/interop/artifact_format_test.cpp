@@ -1,12 +1,12 @@
 // The artifact's names and config strings: the slot alias table both ways, and config strings of
 // both forms through format and parse, checked against the artifact's parser's reading of them
 // (the trailing two integers are SMs and block, the rest start-end split at the first '-').
-#include "kareus/core/artifact_format.hpp"
+#include "kareus/interop/artifact_format.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-namespace kareus {
+namespace kareus::interop {
 namespace {
 
 TEST(ArtifactSlots, ActivationIsTheOnlyFamilyNamedDifferently) {
@@ -71,4 +71,4 @@ TEST(ArtifactFields, ProfileColumnsNameTheirPartitions) {
 }
 
 }  // namespace
-}  // namespace kareus
+}  // namespace kareus::interop
