@@ -56,6 +56,28 @@ TEST_F(SearchCli, SameSeedSameOutputs) {
   EXPECT_EQ(once("a"), once("b"));
 }
 
+// --noise as plan and compare take it: the same seeded noise on the simulated GPU, named in the
+// summary and the journal, so a noisy journal never resumes into a noise-free search.
+TEST_F(SearchCli, NoiseIsSeededNamedAndKeptApartFromNoiseFree) {
+  const std::string args = "--partition fwd_mlp --mode exhaustive --budget 100000" + kSmall;
+  auto frontier = [&](const std::string& sub, const std::string& noise) {
+    CliResult r = search(args + noise + " --out " + path(sub));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return slurp(dir_ / sub / "fwd_mlp.frontier.csv");
+  };
+  const std::string clean = frontier("clean", ""), noisy = frontier("noisy", " --noise 0.02 --noise-seed 4");
+  EXPECT_NE(clean, noisy);
+  EXPECT_EQ(frontier("again", " --noise 0.02 --noise-seed 4"), noisy);
+  EXPECT_NE(frontier("other", " --noise 0.02 --noise-seed 5"), noisy);
+  const auto summary = nlohmann::json::parse(slurp(dir_ / "noisy" / "summary.json"));
+  EXPECT_NE(summary["evaluator"].get<std::string>().find("noise(2%, seed 4)"), std::string::npos) << summary["evaluator"];
+  // The noisy run's journal refuses a noise-free resume, naming the evaluator it was measured on.
+  CliResult resumed = search(args + "--journal " + (dir_ / "noisy" / "fwd_mlp.journal.jsonl").string() + " --out " + path("resumed"));
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.err;
+  EXPECT_NE(resumed.err.find("noise"), std::string::npos) << resumed.err;
+  expect_one_line_error(search(args + "--noise 0.6 --out " + path("bad")), "--noise");
+}
+
 TEST_F(SearchCli, ExhaustiveMeasuresTheWholeGridOfEveryPartition) {
   CliResult r = search("--partition all --mode exhaustive --clocks 1350:1410:60 --sms 12:24:12 --budget 100000 --out " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -29,6 +29,7 @@ struct SearchFlags {
   WorkloadFlags workload;
   std::string partition = "all";
   std::string evaluator = "sim";
+  evaluate::NoiseOptions noise;
   PartitionSearchFlags search;
   long batch = 8;
   std::optional<std::size_t> initial;
@@ -199,7 +200,7 @@ int run_search_command(const SearchFlags& flags) {
   }
   // A table file without a partition column holds the one partition asked for.
   const std::optional<std::string> table_key = searched.size() == 1 ? std::optional(searched.front().key) : std::nullopt;
-  const evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, w.gpu, {}, table_key);
+  const evaluate::Evaluator evaluator = make_evaluator(flags.evaluator, w.gpu, flags.noise, table_key);
   report_sample_use(evaluator, searched);
   const nlohmann::json identity = journal_identity(w);
   std::vector<search::PreparedSearch> prepared;
@@ -245,6 +246,7 @@ Action register_search(CLI::App& app) {
   cmd->add_option("--partition", flags->partition, "Partition key (see kareus partitions), or all")->capture_default_str();
   cmd->add_option("--evaluator", flags->evaluator, "sim (the simulated GPU), table:FILE (measured samples) or artifact:DIR (the Kareus artifact's profiling tree)")
       ->capture_default_str();
+  add_noise_flags(*cmd, flags->noise);
   add_search_flags(*cmd, flags->search,
                    {.mode = "mobo (multi-pass Bayesian optimisation) or exhaustive",
                     .budget = "Measurements per partition, the journal's included (default: mobo 15% of the grid, at "
