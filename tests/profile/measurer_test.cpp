@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "kareus/core/error.hpp"
+#include "kareus/evaluate/noisy.hpp"
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/hardware/gpu.hpp"
 #include "kareus/profile/fake_executor.hpp"
@@ -23,12 +25,13 @@ struct Rig {
   std::shared_ptr<runtime::FakeGpu> device =
       std::make_shared<runtime::FakeGpu>(runtime::make_fake_gpu_config(gpu, 0, time));
   LocalGroup world;
-  FakeExecutor executor{gpu, device, time, nullptr};
+  FakeExecutor executor;
   runtime::FrequencyController controller{{device}, {.reset_on_signals = false}};
   runtime::EnergyMonitor monitor{{device}, {.time = time}};
   Measurer measurer;
-  explicit Rig(MeasurementOptions options)
-      : measurer(world, executor, controller, monitor,
+  explicit Rig(MeasurementOptions options, FakeExecutorOptions fake = {})
+      : executor(gpu, device, time, nullptr, fake),
+        measurer(world, executor, controller, monitor,
                  [&] {
                    options.idle = [t = time](double s) { t->advance_s(s); };
                    return options;
@@ -65,6 +68,31 @@ TEST(Measurer, TimeAndEnergyPerRunMatchTheModelAtTheKnobsClock) {
   }
   rig.measurer.reset_clocks();
   EXPECT_FALSE(rig.device->locked_sm_clocks_mhz().has_value());
+}
+
+// `profile --device fake --noise` measures what the noisy simulated GPU reports for the same knob:
+// the same seeded draw, on time and on the energy the device draws over that time.
+TEST(Measurer, FakeNoiseIsTheNoisySimulatedGpusForTheSameKnob) {
+  const evaluate::NoiseOptions noise{.sigma = 0.03, .seed = 11};
+  Rig rig({.warmup_s = 0.5, .window_s = 5, .cool_down_s = 0.2}, {.noise = noise});
+  const auto parts = partitions(8);
+  const evaluate::Evaluator noisy =
+      evaluate::make_noisy_evaluator(evaluate::make_simulated_evaluator(rig.gpu), noise);
+  const evaluate::SimulatedEvaluator clean(rig.gpu);
+  int moved = 0;
+  for (const auto& key : {"fwd_attn", "bwd_mlp"}) {
+    const workload::Partition& p = workload::find_partition(parts, key);
+    for (double mhz : {1410.0, 1005.0}) {
+      const workload::Knob knob{mhz, 12, p.slots.front().name};
+      const KnobMeasurement m = rig.measurer.measure(p, knob);
+      const evaluate::EvalResult want = noisy.evaluate(p, knob);
+      EXPECT_NEAR(m.time_s, want.time_s, 1e-9 * want.time_s) << key << " @" << mhz;
+      EXPECT_NEAR(m.energy_j, want.energy_j, 1e-6 * want.energy_j) << key << " @" << mhz;
+      moved += std::abs(m.time_s / clean.evaluate(p, knob).time_s - 1) > 1e-6;
+    }
+  }
+  EXPECT_GT(moved, 0);
+  EXPECT_THROW(FakeExecutor(rig.gpu, rig.device, rig.time, nullptr, {.noise = {.sigma = 0.7}}), InputError);
 }
 
 TEST(Measurer, StoppingTheControllerResetsTheClocks) {

@@ -96,6 +96,23 @@ TEST_F(ProfileCli, AKilledRunResumesWithoutMeasuringAKnobTwice) {
   EXPECT_EQ(slurp(killed / "measurements.csv").size(), slurp(reference / "measurements.csv").size());
 }
 
+// --noise on fake devices, as the simulated GPU takes it: seeded, and named in the journal, so a
+// noise-free run refuses to resume a noisy one.
+TEST_F(ProfileCli, NoiseOnFakeDevicesIsSeededAndItsJournalKeptApart) {
+  const std::string flags = kFakeRun.substr(std::string("profile ").size());
+  const auto noisy = dir_ / "noisy", again = dir_ / "again", clean = dir_ / "clean";
+  ASSERT_EQ(run("profile --noise 0.02 --noise-seed 3 " + flags + noisy.string()).exit_code, 0);
+  ASSERT_EQ(run("profile --noise 0.02 --noise-seed 3 " + flags + again.string()).exit_code, 0);
+  ASSERT_EQ(run(kFakeRun + clean.string()).exit_code, 0);
+  EXPECT_EQ(journal_results(noisy), journal_results(again));
+  const Results a = journal_results(noisy), b = journal_results(clean);
+  ASSERT_EQ(a.size(), b.size());
+  int moved = 0;
+  for (const auto& [id, figures] : b) moved += std::abs(a.at(id).first / figures.first - 1) > 1e-4;
+  EXPECT_GT(moved, static_cast<int>(b.size()) / 2);
+  expect_one_line_error(run(kFakeRun + noisy.string()), "noise");
+}
+
 TEST_F(ProfileCli, PlanOnTheGpuWithoutOneIsOneClearLine) {
   if (std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "this machine has an NVIDIA GPU";
   const CliResult r = run("plan --evaluator gpu --out " + path("plan"));
@@ -109,6 +126,8 @@ TEST_F(ProfileCli, BadFlagsFailBeforeAnyDeviceIsTouched) {
   expect_one_line_error(run("profile --device fake --collective ib --out " + path("p")), "--collective");
   expect_one_line_error(run("profile --device fake --partition fwd_nope --out " + path("p")), "fwd_nope");
   expect_one_line_error(run("profile --device fake --tp 2 --window 0 --out " + path("p")), "window");
+  expect_one_line_error(run("profile --device nvml --noise 0.01 --out " + path("p")), "--device fake only");
+  expect_one_line_error(run("profile --device fake --noise 0.5 --out " + path("p")), "--noise");
 }
 
 TEST_F(ProfileCli, PStaticOnOneRankIsOneClearLineAndWritesNothing) {

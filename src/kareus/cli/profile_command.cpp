@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kareus/cli/commands.hpp"
+#include "kareus/cli/evaluator_flags.hpp"
 #include "kareus/cli/range_flags.hpp"
 #include "kareus/cli/search_flags.hpp"
 #include "kareus/cli/workload_flags.hpp"
@@ -43,6 +44,7 @@ struct ProfileFlags {
   std::string out;
   bool compare_sim = false;
   double fake_rank_slowdown = 0;
+  evaluate::NoiseOptions noise;  // fake devices only
   std::vector<std::string> fake_faults;
   bool p_static = false;
   std::optional<double> p_static_clock_mhz;
@@ -178,6 +180,11 @@ profile::ProfilerOptions profiler_options(const ProfileFlags& flags) {
   options.measurement.cool_down_s = flags.cool_down_s;
   options.fake_rank_slowdown = flags.fake_rank_slowdown;
   options.fake_faults = flags.fake_faults;
+  evaluate::check_noise(flags.noise);
+  if (flags.noise.sigma != 0 && options.device != profile::DeviceKind::kFake) {
+    throw InputError({"", 0, 0, "--noise"}, "applies to --device fake only: a GPU's measurements have their own");
+  }
+  options.fake_noise = flags.noise;
   return options;
 }
 
@@ -313,6 +320,7 @@ Action register_profile(CLI::App& app) {
                 "Measure whole pipeline stages instead (Perseus): per stage, instruction and clock of --clocks, the "
                 "stage's whole forward or backward with the sequential knob; writes OUT/stage_profile.csv "
                 "(stage,instruction,frequency,time,energy) for kareus frontier --profile");
+  add_noise_flags(*cmd, flags->noise);
   cmd->add_option("--fake-rank-slowdown", flags->fake_rank_slowdown,
                   "Fake devices only: rank r runs (1 + r x this) times slower (tests)")
       ->group("");

@@ -45,15 +45,21 @@ NoiseFactors noise_factors(const NoiseOptions& options, const workload::Partitio
   return {std::max(0.5, 1 + options.sigma * z_time), std::max(0.5, 1 + options.sigma * z_energy)};
 }
 
-NoisyEvaluator::NoisyEvaluator(Evaluator inner, NoiseOptions options) : inner_(std::move(inner)), options_(options) {
+void check_noise(const NoiseOptions& options) {
   if (!(std::isfinite(options.sigma) && options.sigma >= 0 && options.sigma < 0.5)) {
     throw InputError({"", 0, 0, "--noise"}, fmt::format("expected a relative noise in [0, 0.5), got {}", options.sigma));
   }
 }
 
-std::string NoisyEvaluator::name() const {
-  return fmt::format("{}+noise({:g}%, seed {})", inner_.name(), 100 * options_.sigma, options_.seed);
+std::string describe_noise(const NoiseOptions& options) {
+  return fmt::format("noise({:g}%, seed {})", 100 * options.sigma, options.seed);
 }
+
+NoisyEvaluator::NoisyEvaluator(Evaluator inner, NoiseOptions options) : inner_(std::move(inner)), options_(options) {
+  check_noise(options);
+}
+
+std::string NoisyEvaluator::name() const { return inner_.name() + "+" + describe_noise(options_); }
 
 EvalResult NoisyEvaluator::evaluate(const workload::Partition& partition, const workload::Knob& knob) const {
   EvalResult r = inner_.evaluate(partition, knob);

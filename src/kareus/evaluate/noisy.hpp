@@ -33,9 +33,14 @@ struct NoiseFactors {
 NoiseFactors noise_factors(const NoiseOptions& options, const workload::Partition& partition,
                            const workload::Knob& knob);
 
+// InputError naming --noise unless 0 <= sigma < 0.5.
+void check_noise(const NoiseOptions& options);
+// "noise(1%, seed 0)": how every output that carries noise names it.
+std::string describe_noise(const NoiseOptions& options);
+
 class NoisyEvaluator final : public EvaluatorImpl {
  public:
-  // InputError naming --noise unless 0 <= sigma < 0.5.
+  // check_noise's InputError.
   NoisyEvaluator(Evaluator inner, NoiseOptions options);
 
   std::string name() const override;

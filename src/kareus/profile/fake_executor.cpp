@@ -34,6 +34,7 @@ FakeExecutor::FakeExecutor(hardware::GpuSpec gpu, std::shared_ptr<runtime::FakeG
       groups_(groups),
       options_(options) {
   KAREUS_CHECK(device_ && time_, "a fake executor needs its device and clock");
+  evaluate::check_noise(options_.noise);
   if (!(options_.slowdown > 0) || !std::isfinite(options_.slowdown)) {
     throw InputError({"", 0, 0, "slowdown"}, "must be positive");
   }
@@ -78,8 +79,9 @@ double FakeExecutor::run(const workload::Partition& partition, const workload::K
   at_clock.freq_mhz = clock_mhz;
   const evaluate::EvalResult r = model_.evaluate(partition, at_clock);
   if (!r.ok()) throw DeviceError("fake executor: " + r.message);
-  const double run_s = r.time_s * options_.slowdown;
-  device_->set_load(load_for_power(*device_, clock_mhz, r.energy_j / r.time_s));
+  const evaluate::NoiseFactors noise = evaluate::noise_factors(options_.noise, partition, knob);
+  const double run_s = r.time_s * noise.time * options_.slowdown;
+  device_->set_load(load_for_power(*device_, clock_mhz, r.energy_j * noise.energy / (r.time_s * noise.time)));
   time_->advance_s(run_s * static_cast<double>(repetitions));
   device_->set_load(0);
   return run_s * static_cast<double>(repetitions);

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "kareus/executor/executor.hpp"
+#include "kareus/evaluate/noisy.hpp"
 #include "kareus/evaluate/simulated.hpp"
 #include "kareus/profile/group.hpp"
 #include "kareus/runtime/fake_gpu.hpp"
@@ -28,6 +29,9 @@ namespace kareus::profile {
 
 struct FakeExecutorOptions {
   double slowdown = 1.0;  // this rank runs this many times slower than the model (max-over-ranks tests)
+  // Seeded noise on the model's time and energy per knob, as evaluate/noisy.hpp gives the simulated
+  // GPU (the device draws the noisy energy over the noisy time).
+  evaluate::NoiseOptions noise;
 };
 
 class FakeExecutor final : public executor::PartitionExecutor {

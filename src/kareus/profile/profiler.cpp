@@ -119,6 +119,7 @@ Profiler::Profiler(const workload::ModelSpec& model, const workload::ParallelCon
     gpu_ = fake_gpu_;
     FakeExecutorOptions fake;
     fake.slowdown = 1 + rank * options.fake_rank_slowdown;
+    fake.noise = options.fake_noise;
     auto executor = std::make_unique<FakeExecutor>(gpu, fake_gpu_, time, groups_.get(), fake);
     fake_executor_ = executor.get();
     executor_ = std::move(executor);
@@ -127,6 +128,7 @@ Profiler::Profiler(const workload::ModelSpec& model, const workload::ParallelCon
       time->advance_s(seconds);
     };
     device_name = fmt::format("fake {} x{}", gpu.display_name, world_->size());
+    if (options.fake_noise.sigma > 0) device_name += "+" + evaluate::describe_noise(options.fake_noise);
     monitor_ = std::make_unique<runtime::EnergyMonitor>(std::vector<std::shared_ptr<runtime::Gpu>>{gpu_},
                                                         runtime::EnergyMonitorOptions{.time = time});
   } else {

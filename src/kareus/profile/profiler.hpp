@@ -44,6 +44,9 @@ struct ProfilerOptions {
   // Fake devices: faults of runtime::parse_gpu_fault, each "RANK:FAULT" for that rank's GPU, e.g.
   // "2:total_energy@5:kill" (rank 2 dies at its fifth energy reading, in its third knob's window).
   std::vector<std::string> fake_faults;
+  // Fake devices: seeded noise on the model's time and energy (--noise); the device's name says it,
+  // so a noisy journal never resumes a noise-free profile.
+  evaluate::NoiseOptions fake_noise;
 };
 
 // Whether this build has the CUDA executor.
