@@ -78,6 +78,27 @@ TEST_F(SearchCli, NoiseIsSeededNamedAndKeptApartFromNoiseFree) {
   expect_one_line_error(search(args + "--noise 0.6 --out " + path("bad")), "--noise");
 }
 
+// MOBO models the simulated GPU's noise unless told another; the summary says which it modelled.
+TEST_F(SearchCli, MeasurementNoiseDefaultsToTheSimulatedNoiseAndCanBeOverridden) {
+  const std::string args = "--partition fwd_mlp --budget 40 --batch 6 --seed 3 --serial --noise 0.02" + kSmall;
+  auto run = [&](const std::string& sub, const std::string& extra) {
+    CliResult r = search(args + extra + " --out " + path(sub));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto summary = nlohmann::json::parse(slurp(dir_ / sub / "summary.json"));
+    return std::pair{summary["measurement_noise"].get<double>(), slurp(dir_ / sub / "fwd_mlp.journal.jsonl")};
+  };
+  const auto told = run("told", "");
+  const auto exact = run("exact", " --measurement-noise 0");
+  const auto same = run("same", " --measurement-noise 0.02");
+  EXPECT_EQ(told.first, 0.02);
+  EXPECT_EQ(exact.first, 0.0);
+  EXPECT_EQ(same.second, told.second);
+  EXPECT_NE(exact.second, told.second);  // the model's choices follow what it is told
+  expect_one_line_error(search(args + "--measurement-noise 0.5 --out " + path("bad")), "--measurement-noise");
+  expect_one_line_error(search(args + "--measurement-noise -0.1 --out " + path("bad")), "--measurement-noise");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "bad"));
+}
+
 TEST_F(SearchCli, ExhaustiveMeasuresTheWholeGridOfEveryPartition) {
   CliResult r = search("--partition all --mode exhaustive --clocks 1350:1410:60 --sms 12:24:12 --budget 100000 --out " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;

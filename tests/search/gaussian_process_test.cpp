@@ -11,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kareus/core/error.hpp"
 #include "kareus/search/random.hpp"
 
 namespace kareus::search {
@@ -181,6 +182,32 @@ TEST(GaussianProcess, SameDataSameFit) {
   GaussianProcess a = GaussianProcess::fit(d.x, d.y), b = GaussianProcess::fit(d.x, d.y);
   EXPECT_EQ(a.hyperparameters().length_scales, b.hyperparameters().length_scales);
   EXPECT_EQ(a.predict(d.x).mean(), b.predict(d.x).mean());
+}
+
+// A known measurement noise bounds the fitted noise from below, in the target's units, whatever
+// the targets' scale; exact data alone would fit almost none. The floor is what keeps the posterior
+// mean from interpolating a noisy measurement.
+RC_GTEST_PROP(GaussianProcess, AKnownNoiseFloorsTheFittedNoise, ()) {
+  const double scale = std::pow(10.0, *rc::gen::inRange(-3, 4));
+  const double sigma = 0.002 * *rc::gen::inRange(1, 50);
+  Data d = sample(20, *rc::gen::inRange<std::uint64_t>(1, 1000));
+  d.y *= scale;
+  GpFitOptions o;
+  o.noise_floor = std::pow(sigma * scale, 2);
+  const GaussianProcess exact = GaussianProcess::fit(d.x, d.y);
+  const GaussianProcess noisy = GaussianProcess::fit(d.x, d.y, o);
+  const GpPrediction at_exact = exact.predict(d.x), at_noisy = noisy.predict(d.x);
+  RC_ASSERT(at_noisy.noise_variance(0) >= o.noise_floor * (1 - 1e-9));
+  RC_ASSERT(at_exact.noise_variance(0) < o.noise_floor);
+  // Smoothing: the noisy model's mean no longer passes through every measurement.
+  RC_ASSERT((at_noisy.mean() - d.y).norm() > (at_exact.mean() - d.y).norm());
+}
+
+TEST(GaussianProcess, ANegativeNoiseFloorIsAnInternalError) {
+  Data d = sample(5, 3);
+  GpFitOptions o;
+  o.noise_floor = -1;
+  EXPECT_THROW(GaussianProcess::fit(d.x, d.y, o), InternalError);
 }
 
 }  // namespace

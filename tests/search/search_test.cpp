@@ -6,11 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "kareus/core/error.hpp"
+#include "kareus/search/random.hpp"
 #include "search/synthetic.hpp"
 
 namespace kareus::search {
@@ -222,6 +226,69 @@ TEST(Search, ReportsProgress) {
   EXPECT_EQ(seen.back().measurements, 25u);
   EXPECT_EQ(seen.back().budget, 25u);
   EXPECT_GT(seen.back().hypervolume, 0);
+}
+
+// What MOBO chooses when it takes the measurements as exact (measurement_noise 0), recorded from the
+// search before it could model noise: telling it of no noise must leave every choice as it was.
+// A deliberate change of the noise-free search regenerates these (print `choices(seed)`).
+TEST(Search, MoboWithoutNoiseChoosesAsBeforeItModelledNoise) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  auto choices = [&](std::uint64_t seed) {
+    MoboStrategy mobo(mobo_options(seed, 8));
+    SearchOutcome out = run_search(space, mobo, measure_of(part), false, nullptr, testing::options(72, 85));
+    std::vector<std::size_t> order;
+    for (const Measurement& m : out.measurements) order.push_back(*space.index_of(m.knob));
+    return order;
+  };
+  const std::vector<std::size_t> seed_1{
+      657, 289, 167, 4, 538, 129, 458, 336, 583, 379, 503, 94, 628, 506, 220, 385, 386, 633,
+      142, 102, 103, 719, 351, 680, 312, 723, 437, 438, 480, 276, 277, 32, 689, 75, 76, 200,
+      242, 612, 531, 573, 205, 641, 508, 580, 682, 354, 700, 722, 204, 416, 467, 549, 262, 303,
+      712, 701, 487, 344, 631, 548, 724, 661, 711, 710, 714, 436, 293, 703, 621, 662, 702, 291};
+  const std::vector<std::size_t> seed_6{
+      329, 453, 249, 373, 46, 580, 417, 131, 214, 338, 134, 545, 177, 547, 712, 98, 714, 387,
+      306, 266, 308, 514, 556, 393, 25, 108, 191, 684, 644, 727, 277, 606, 33, 649, 527, 446,
+      488, 79, 695, 122, 205, 476, 302, 559, 334, 640, 702, 703, 194, 682, 518, 395, 272, 436,
+      713, 722, 706, 641, 477, 313, 354, 342, 721, 701, 274, 311, 426, 352, 466, 496, 711, 263};
+  EXPECT_EQ(choices(1), seed_1);
+  EXPECT_EQ(choices(6), seed_6);
+}
+
+// Measurements scattered by a seeded relative noise, as a GPU's repeated measurements of a knob are.
+MeasureFn noisy_measure_of(const SyntheticPartition& p, double sigma, std::uint64_t seed) {
+  return [p, sigma, seed](const Knob& k) {
+    Rng rng(seed ^ (static_cast<std::uint64_t>(k.freq_mhz) * 1000003u + static_cast<std::uint64_t>(k.sms) * 7919u +
+                    std::hash<std::string>{}(k.slot)));
+    auto normal = [&rng] { return std::sqrt(-2 * std::log(1 - rng.uniform())) * std::cos(2 * M_PI * rng.uniform()); };
+    TimeEnergy t = p(k);
+    t.time_s *= 1 + sigma * normal();
+    t.energy_j *= 1 + sigma * normal();
+    return t;
+  };
+}
+
+// Told of the noise, the surrogates keep at least its variance at every measured knob (they smooth
+// the measurements instead of passing through them).
+TEST(Search, MoboToldOfTheNoiseKeepsItInItsSurrogates) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  MoboOptions o = mobo_options(2, 8);
+  o.measurement_noise = 0.02;
+  MoboStrategy mobo(o);
+  run_search(space, mobo, noisy_measure_of(part, 0.02, 7), false, nullptr, testing::options(60, 85));
+  ASSERT_TRUE(mobo.time_model() && mobo.energy_model());
+  Eigen::MatrixXd one = space.features().topRows(1);
+  EXPECT_GE(mobo.time_model()->predict(one).noise_variance(0), 0.02 * 0.02 * (1 - 1e-9));
+  EXPECT_GE(mobo.energy_model()->predict(one).noise_variance(0), 0.02 * 0.02 * (1 - 1e-9));
+}
+
+TEST(Search, AMeasurementNoiseOutsideZeroToAHalfIsBadInput) {
+  for (double sigma : {-0.01, 0.5, std::nan("")}) {
+    MoboOptions o;
+    o.measurement_noise = sigma;
+    EXPECT_THROW(MoboStrategy{o}, InputError) << sigma;
+  }
 }
 
 }  // namespace

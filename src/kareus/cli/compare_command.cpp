@@ -34,7 +34,8 @@ struct CompareFlags {
   bool all = false;
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
-  PartitionSearchFlags search = {.mode = "exhaustive", .budget = std::nullopt, .seed = 0};
+  PartitionSearchFlags search = {
+      .mode = "exhaustive", .budget = std::nullopt, .seed = 0, .measurement_noise = std::nullopt};
   std::string out = "kareus-compare";
   double overhead = 1.0;
   ScheduleFlags schedule;
@@ -185,7 +186,7 @@ int run_compare(CompareFlags& flags) {
   options.engine = resolved.engine;
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
-  apply_search_flags(flags.search, options.search);
+  apply_search_flags(flags.search, flags.noise, options.search);
   planner::check_slowdowns(flags.stragglers);
   // Every job's schedule before the first job runs (with --all, the tenth would fail after nine).
   for (const planner::Job& job : resolved.jobs) planner::check_schedule(job, options);

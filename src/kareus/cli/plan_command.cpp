@@ -33,7 +33,8 @@ struct PlanFlags {
   std::string preset;
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
-  PartitionSearchFlags search = {.mode = "exhaustive", .budget = std::nullopt, .seed = 0};
+  PartitionSearchFlags search = {
+      .mode = "exhaustive", .budget = std::nullopt, .seed = 0, .measurement_noise = std::nullopt};
   std::string target = "max-throughput";
   std::string out = "kareus-out";
   double overhead = 1.0;
@@ -263,7 +264,7 @@ int run_plan(PlanFlags& flags) {
   const evaluate::Evaluator& evaluator = *served;
   report_sample_use(evaluator, planner::job_partitions(job, options.schedule));
   options.unit_time_s = unit_time(flags.unit_time);
-  apply_search_flags(flags.search, options.search);
+  apply_search_flags(flags.search, flags.noise, options.search);
   if (!flags.journal_dir.empty()) options.journal_dir = flags.journal_dir;
   options.progress = [](const std::string& line) { spdlog::debug("{}", line); };
   const planner::JobPlan p = planner::plan_job(job, evaluator, options, request);

@@ -118,7 +118,7 @@ int run_p_static(const ProfileFlags& flags, const ResolvedWorkload& w, profile::
 // knob measured at a time (the ranks measure it together).
 search::PartitionSearchOptions search_options(const ProfileFlags& flags, const std::vector<double>& clocks) {
   search::PartitionSearchOptions options;
-  apply_search_flags(flags.search, options);
+  apply_search_flags(flags.search, flags.noise, options);
   options.parallel = false;
   if (flags.clocks.find(':') == std::string::npos) throw InputError({"", 0, 0, "--clocks"}, "expected LO:HI:STEP");
   options.grid.min_clock_mhz = clocks.front();

@@ -102,7 +102,7 @@ class ProgressPrinter {
 
 search::PartitionSearchOptions search_options(const SearchFlags& flags) {
   search::PartitionSearchOptions options;
-  apply_search_flags(flags.search, options);
+  apply_search_flags(flags.search, flags.noise, options);
   if (flags.batch < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
   if (flags.out.empty()) throw InputError({"", 0, 0, "--out"}, "an output directory is required");
   options.batch_size = static_cast<std::size_t>(flags.batch);
@@ -180,6 +180,7 @@ nlohmann::ordered_json summary_json(const SearchFlags& flags, const ResolvedWork
   summary["mode"] = flags.search.mode;
   summary["seed"] = flags.search.seed;
   summary["batch"] = flags.batch;
+  summary["measurement_noise"] = modelled_noise(flags.search, flags.noise);
   summary["energy_scope"] = "one GPU running the partition once";
   summary["static_power_w"] = w.gpu.static_power_w;
   summary["engine"] = w.engine.name;

@@ -10,9 +10,14 @@ void add_search_flags(CLI::App& cmd, PartitionSearchFlags& flags, const SearchFl
   cmd.add_option("--mode", flags.mode, std::string(help.mode))->capture_default_str();
   cmd.add_option("--budget", flags.budget, std::string(help.budget));
   cmd.add_option("--seed", flags.seed, std::string(help.seed))->capture_default_str();
+  cmd.add_option("--measurement-noise", flags.measurement_noise,
+                 "Relative scatter of one measurement that MOBO models, e.g. 0.01 for a GPU whose repeated "
+                 "measurements of a knob scatter by 1% (default: the simulated GPU's --noise, else 0: "
+                 "measurements taken as exact)");
 }
 
-void apply_search_flags(const PartitionSearchFlags& flags, search::PartitionSearchOptions& options) {
+void apply_search_flags(const PartitionSearchFlags& flags, const evaluate::NoiseOptions& simulated_noise,
+                        search::PartitionSearchOptions& options) {
   const auto mode = search::parse_search_mode(flags.mode);
   if (!mode) throw InputError({"", 0, 0, "--mode"}, fmt::format("expected mobo or exhaustive, got '{}'", flags.mode));
   if (flags.budget && *flags.budget < 1) {
@@ -21,6 +26,17 @@ void apply_search_flags(const PartitionSearchFlags& flags, search::PartitionSear
   options.mode = *mode;
   options.budget = flags.budget ? std::optional<std::size_t>(static_cast<std::size_t>(*flags.budget)) : std::nullopt;
   options.seed = flags.seed;
+  evaluate::check_noise(simulated_noise);  // the default below: its error names --noise
+  options.measurement_noise = modelled_noise(flags, simulated_noise);
+  if (!(options.measurement_noise >= 0 && options.measurement_noise < 0.5)) {
+    throw InputError({"", 0, 0, "--measurement-noise"},
+                     fmt::format("expected a relative standard deviation in [0, 0.5), got {}",
+                                 options.measurement_noise));
+  }
+}
+
+double modelled_noise(const PartitionSearchFlags& flags, const evaluate::NoiseOptions& simulated_noise) {
+  return flags.measurement_noise.value_or(simulated_noise.sigma);
 }
 
 }  // namespace kareus::cli

@@ -1,5 +1,6 @@
 // The per-partition search flags of `kareus plan`, `compare`, `search` and `profile`: --mode
-// (mobo or exhaustive), --budget (measurements per partition) and --seed. Each command keeps its
+// (mobo or exhaustive), --budget (measurements per partition), --seed and --measurement-noise (the
+// scatter of one measurement the search models). Each command keeps its
 // own default mode and help texts; the parsing and its error are one.
 //
 // Example:
@@ -13,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "kareus/evaluate/noisy.hpp"
 #include "kareus/search/partition_search.hpp"
 
 namespace kareus::cli {
@@ -21,6 +23,7 @@ struct PartitionSearchFlags {
   std::string mode = "mobo";
   std::optional<long long> budget;  // signed, so that a negative count is refused, not wrapped around
   std::uint64_t seed = 0;
+  std::optional<double> measurement_noise;
 };
 
 struct SearchFlagsHelp {
@@ -29,8 +32,13 @@ struct SearchFlagsHelp {
 
 void add_search_flags(CLI::App& cmd, PartitionSearchFlags& flags, const SearchFlagsHelp& help);
 
-// Sets the mode, budget and seed of `options`; InputError naming --mode and the value given, or
-// --budget below 1 measurement.
-void apply_search_flags(const PartitionSearchFlags& flags, search::PartitionSearchOptions& options);
+// Sets the mode, budget, seed and measurement noise of `options`: the noise the flag gives, else
+// `simulated_noise` (the --noise of a simulated GPU, which the search is then told of). InputError
+// naming --mode and the value given, --budget below 1 measurement, --noise as check_noise does, or
+// --measurement-noise outside [0, 0.5).
+void apply_search_flags(const PartitionSearchFlags& flags, const evaluate::NoiseOptions& simulated_noise,
+                        search::PartitionSearchOptions& options);
+// The measurement noise the search models: --measurement-noise, else the simulated GPU's --noise.
+double modelled_noise(const PartitionSearchFlags& flags, const evaluate::NoiseOptions& simulated_noise);
 
 }  // namespace kareus::cli

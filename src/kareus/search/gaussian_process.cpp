@@ -225,8 +225,15 @@ void GaussianProcess::factorise() {
   throw InternalError("GP kernel matrix is not positive definite even with jitter");
 }
 
-GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpFitOptions& options) {
-  GaussianProcess gp(x, y, options.additive_feature);
+GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpFitOptions& given) {
+  GaussianProcess gp(x, y, given.additive_feature);
+  KAREUS_CHECK(std::isfinite(given.noise_floor) && given.noise_floor >= 0, "a GP noise floor must be finite and >= 0");
+  GpFitOptions options = given;
+  if (given.noise_floor > 0) {
+    // The floor in the standardised target's units, where the bounds live.
+    options.min_noise_variance = std::clamp(given.noise_floor / (gp.y_scale_ * gp.y_scale_), given.min_noise_variance,
+                                            given.max_noise_variance);
+  }
   const Eigen::Index d = x.cols();
   const bool additive = options.additive_feature.has_value();
   std::vector<GpHyperparameters> starts;

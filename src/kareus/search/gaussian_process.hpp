@@ -38,6 +38,9 @@ struct GpFitOptions {
   double max_length_scale = 30.0;
   double min_noise_variance = 1e-8;  // of the standardised target
   double max_noise_variance = 0.5;
+  // A known measurement noise variance, in the target's units²: the fitted noise does not go below
+  // it (0: the data alone decide, down to min_noise_variance).
+  double noise_floor = 0;
   // Adds to the ARD kernel a Matérn-5/2 term over this feature alone: the target becomes a shared
   // effect of that feature plus the joint ARD part, g(x_k) + h(x). The search uses it for the
   // clock, whose effect every knob shares, so that one measurement of a configuration (SMs, slot)

@@ -149,6 +149,7 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
   p.mobo.initial.include_baseline_knobs = options.include_baseline_knobs;
   p.mobo.initial.cover_configurations = options.cover_configurations;
   p.mobo.stop_threshold = options.stop_threshold;
+  p.mobo.measurement_noise = options.measurement_noise;
   if (options.mode == SearchMode::kMobo) p.initial_design_size = p.space.initial_design_size(p.mobo.initial);
   const std::size_t space_size = p.space.available_count();
   const auto fifteen_percent = static_cast<std::size_t>(std::ceil(0.15 * static_cast<double>(space_size)));

@@ -76,6 +76,7 @@ struct PartitionSearchOptions {
   bool include_baseline_knobs = false;  // see InitialDesignOptions
   bool cover_configurations = true;     // see InitialDesignOptions
   std::optional<double> stop_threshold;
+  double measurement_noise = 0;  // see MoboOptions
   int max_failures = 2;
   bool parallel = true;
   GridOptions grid;

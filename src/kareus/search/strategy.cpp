@@ -1,6 +1,7 @@
 #include "kareus/search/strategy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "kareus/core/error.hpp"
@@ -106,6 +107,10 @@ ProposalBatch RandomStrategy::propose(const SearchState& state, std::size_t max_
 
 MoboStrategy::MoboStrategy(MoboOptions options) : options_(std::move(options)) {
   if (options_.batch_size < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
+  if (!(options_.measurement_noise >= 0 && options_.measurement_noise < 0.5)) {
+    throw InputError({"", 0, 0, "--measurement-noise"},
+                     "the measurement noise must be a relative standard deviation in [0, 0.5)");
+  }
 }
 
 ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_count) {
@@ -152,6 +157,7 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
     y_energy(row) = state.measurement(measured[r]).effective_energy_j;
   }
   GpFitOptions time_fit = options_.gp, energy_fit = options_.gp;
+  const double sigma = options_.measurement_noise;
   if (options_.additive_clock && space.has_collective()) time_fit.additive_feature = energy_fit.additive_feature = 0;
   if (time_model_) time_fit.warm_start = time_model_->hyperparameters();
   if (energy_model_) energy_fit.warm_start = energy_model_->hyperparameters();
@@ -162,6 +168,11 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
   if (log_energy != energy_log_) energy_fit.warm_start.reset();
   time_log_ = log_time;
   energy_log_ = log_energy;
+  if (sigma > 0) {
+    // A relative noise sigma is sigma² in log units; on the linear scale, about (sigma · mean)².
+    time_fit.noise_floor = log_time ? sigma * sigma : std::pow(sigma * y_time.array().abs().mean(), 2);
+    energy_fit.noise_floor = log_energy ? sigma * sigma : std::pow(sigma * y_energy.array().abs().mean(), 2);
+  }
   time_model_ = GaussianProcess::fit(x, log_time ? Eigen::VectorXd(y_time.array().log()) : y_time, time_fit);
   energy_model_ = GaussianProcess::fit(x, log_energy ? Eigen::VectorXd(y_energy.array().log()) : y_energy, energy_fit);
 
@@ -174,8 +185,16 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
   if (log_time) time_pred = time_pred.exponentiated();
   if (log_energy) energy_pred = energy_pred.exponentiated();
   std::vector<Observed> observed;
-  for (std::size_t i : measured) {
-    observed.push_back({state.measurement(i).time_s, state.measurement(i).effective_energy_j});
+  if (sigma > 0) {
+    GpPrediction time_at = time_model_->predict(x);
+    GpPrediction energy_at = energy_model_->predict(x);
+    if (log_time) time_at = time_at.exponentiated();
+    if (log_energy) energy_at = energy_at.exponentiated();
+    for (Eigen::Index r = 0; r < x.rows(); ++r) observed.push_back({time_at.mean(r), energy_at.mean(r)});
+  } else {
+    for (std::size_t i : measured) {
+      observed.push_back({state.measurement(i).time_s, state.measurement(i).effective_energy_j});
+    }
   }
   BatchOptions batch_options;
   batch_options.batch_size = count;

@@ -137,6 +137,12 @@ struct MoboOptions {
   bool additive_clock = true;
   // Stop when the predicted relative hypervolume improvement stays below this for two batches.
   std::optional<double> stop_threshold;
+  // The relative standard deviation of one measurement (0.01: repeated measurements of a knob
+  // scatter by 1%). Above 0 the surrogates' noise does not fall below it, and the front a new knob
+  // must improve on is the models' posterior mean at the measured knobs, not the measurements
+  // themselves, so that a knob measured luckily low does not hide the knobs around it. 0: the
+  // measurements are taken as exact.
+  double measurement_noise = 0;
   GpFitOptions gp;
 };
 
