@@ -1,6 +1,12 @@
 // The `kareus search` command end to end on the simulated GPU: outputs, resuming from the journal,
 // exhaustive mode, and bad input as one line on stderr, exit 2, the journal untouched.
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli_fixture.hpp"
 
@@ -79,21 +85,45 @@ TEST_F(SearchCli, NoiseIsSeededNamedAndKeptApartFromNoiseFree) {
 }
 
 // MOBO models the simulated GPU's noise unless told another; the summary says which it modelled.
+// Modelled, the frontier is of the surrogates' estimates; taken as exact, of the measurements.
 TEST_F(SearchCli, MeasurementNoiseDefaultsToTheSimulatedNoiseAndCanBeOverridden) {
   const std::string args = "--partition fwd_mlp --budget 40 --batch 6 --seed 3 --serial --noise 0.02" + kSmall;
+  struct Run {
+    double modelled;
+    std::string journal;
+    bool frontier_as_measured;  // every frontier time is one the journal holds
+  };
   auto run = [&](const std::string& sub, const std::string& extra) {
     CliResult r = search(args + extra + " --out " + path(sub));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const auto summary = nlohmann::json::parse(slurp(dir_ / sub / "summary.json"));
-    return std::pair{summary["measurement_noise"].get<double>(), slurp(dir_ / sub / "fwd_mlp.journal.jsonl")};
+    std::set<std::string> measured_times;
+    std::istringstream journal(slurp(dir_ / sub / "fwd_mlp.journal.jsonl"));
+    std::string line;
+    std::getline(journal, line);  // the header
+    while (std::getline(journal, line)) {
+      measured_times.insert(fmt::format("{:.9g}", nlohmann::json::parse(line)["time_s"].get<double>()));
+    }
+    std::istringstream frontier(slurp(dir_ / sub / "fwd_mlp.frontier.csv"));
+    std::getline(frontier, line);
+    bool as_measured = true;
+    while (std::getline(frontier, line)) {
+      std::vector<std::string> cells;
+      std::istringstream row(line);
+      for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+      as_measured = as_measured && cells.size() == 6 && measured_times.contains(cells[3]);
+    }
+    return Run{summary["measurement_noise"].get<double>(), slurp(dir_ / sub / "fwd_mlp.journal.jsonl"), as_measured};
   };
   const auto told = run("told", "");
   const auto exact = run("exact", " --measurement-noise 0");
   const auto same = run("same", " --measurement-noise 0.02");
-  EXPECT_EQ(told.first, 0.02);
-  EXPECT_EQ(exact.first, 0.0);
-  EXPECT_EQ(same.second, told.second);
-  EXPECT_NE(exact.second, told.second);  // the model's choices follow what it is told
+  EXPECT_EQ(told.modelled, 0.02);
+  EXPECT_EQ(exact.modelled, 0.0);
+  EXPECT_EQ(same.journal, told.journal);
+  EXPECT_NE(exact.journal, told.journal);  // the model's choices follow what it is told
+  EXPECT_FALSE(told.frontier_as_measured);
+  EXPECT_TRUE(exact.frontier_as_measured);
   expect_one_line_error(search(args + "--measurement-noise 0.5 --out " + path("bad")), "--measurement-noise");
   expect_one_line_error(search(args + "--measurement-noise -0.1 --out " + path("bad")), "--measurement-noise");
   EXPECT_FALSE(std::filesystem::exists(dir_ / "bad"));

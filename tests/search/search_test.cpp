@@ -283,6 +283,45 @@ TEST(Search, MoboToldOfTheNoiseKeepsItInItsSurrogates) {
   EXPECT_GE(mobo.energy_model()->predict(one).noise_variance(0), 0.02 * 0.02 * (1 - 1e-9));
 }
 
+// The posterior means at the measured knobs estimate their cost better than the one noisy
+// measurement of each (the surrogates pool a configuration's measurements across clocks); without
+// measurement noise the estimates are the measurements.
+TEST(Search, PosteriorEstimatesAreCloserToTheTruthThanNoisyMeasurements) {
+  SyntheticPartition part;
+  KnobSpace space = synthetic_space(part);
+  MoboOptions o = mobo_options(3, 8);
+  o.measurement_noise = 0.02;
+  MoboStrategy mobo(o);
+  SearchOutcome out = run_search(space, mobo, noisy_measure_of(part, 0.02, 11), false, nullptr, testing::options(110, 85));
+  std::vector<Measurement> measured;
+  for (Measurement m : out.measurements) {
+    m.effective_energy_j = m.energy_j - 85 * m.time_s;
+    measured.push_back(m);
+  }
+  const std::vector<Measurement> estimated = posterior_estimates(space, measured, 85, o);
+  ASSERT_EQ(estimated.size(), measured.size());
+  auto rms = [&](const std::vector<Measurement>& ms, bool time) {
+    double sum = 0;
+    for (const Measurement& m : ms) {
+      const TimeEnergy t = part(m.knob);
+      const double e = time ? m.time_s / t.time_s - 1 : m.energy_j / t.energy_j - 1;
+      sum += e * e;
+    }
+    return std::sqrt(sum / static_cast<double>(ms.size()));
+  };
+  std::printf("relative RMS error: time %.4f measured, %.4f estimated; energy %.4f, %.4f\n", rms(measured, true),
+              rms(estimated, true), rms(measured, false), rms(estimated, false));
+  EXPECT_LT(rms(estimated, true), rms(measured, true));
+  EXPECT_LT(rms(estimated, false), rms(measured, false));
+  for (std::size_t i = 0; i < estimated.size(); ++i) {
+    EXPECT_EQ(estimated[i].knob, measured[i].knob);
+    EXPECT_NEAR(estimated[i].energy_j, estimated[i].effective_energy_j + 85 * estimated[i].time_s, 1e-12);
+  }
+  o.measurement_noise = 0;
+  const std::vector<Measurement> exact = posterior_estimates(space, measured, 85, o);
+  for (std::size_t i = 0; i < exact.size(); ++i) EXPECT_EQ(exact[i].time_s, measured[i].time_s);
+}
+
 TEST(Search, AMeasurementNoiseOutsideZeroToAHalfIsBadInput) {
   for (double sigma : {-0.01, 0.5, std::nan("")}) {
     MoboOptions o;

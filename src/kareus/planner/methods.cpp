@@ -185,7 +185,7 @@ class KareusStrategy final : public MethodStrategy {
       return points;
     }
     const search::PartitionSearchResult found = search_partition(partition, run);
-    for (const search::Measurement& m : found.successful) points.push_back({m.knob, m.time_s, m.energy_j});
+    for (const search::Measurement& m : found.estimated) points.push_back({m.knob, m.time_s, m.energy_j});
     // The baselines' knobs the search left out: the comparison measures them anyway, and with them
     // among Kareus's options every baseline plan has a counterpart.
     for (double clock : clocks) {

@@ -250,10 +250,15 @@ PartitionSearchResult run_prepared_search(const PreparedSearch& prepared, const 
   });
   for (Measurement& m : r.successful) m.effective_energy_j = m.energy_j - options.static_power_w * m.time_s;
   for (const Measurement& m : r.outcome.measurements) r.failed += m.ok ? 0 : 1;
-  r.frontier = real_frontier(r.successful);
-  r.effective_frontier = effective_frontier(r.successful);
+  // Exhaustive search keeps its measurements: a surrogate of the whole grid would cost more than
+  // the grid's frontier gains from it.
+  r.estimated = prepared.options.mode == SearchMode::kMobo
+                    ? posterior_estimates(prepared.space, r.successful, options.static_power_w, prepared.mobo)
+                    : r.successful;
+  r.frontier = real_frontier(r.estimated);
+  r.effective_frontier = effective_frontier(r.estimated);
   std::vector<TimeEnergy> points;
-  for (const Measurement& m : r.successful) points.push_back({m.time_s, m.energy_j});
+  for (const Measurement& m : r.estimated) points.push_back({m.time_s, m.energy_j});
   r.hypervolume = frontier_hypervolume(points);
   return r;
 }

@@ -121,8 +121,12 @@ struct PartitionSearchResult {
   std::vector<Knob> unusable;       // the evaluator's knobs the space cannot hold
   std::size_t budget = 0;
   SearchOutcome outcome;
-  std::vector<Measurement> successful;          // one per measured knob
-  std::vector<Measurement> frontier;            // Pareto in (real energy, time), time ascending
+  std::vector<Measurement> successful;          // one per measured knob, as measured
+  // The same knobs at the search's estimate of their cost: with measurement noise modelled (MOBO,
+  // PartitionSearchOptions::measurement_noise > 0) the surrogates' posterior means
+  // (posterior_estimates), else the measurements. The frontiers and what plans use are of these.
+  std::vector<Measurement> estimated;
+  std::vector<Measurement> frontier;            // of `estimated`: Pareto in (real energy, time), time ascending
   std::vector<Measurement> effective_frontier;  // Pareto in (effective energy, time)
   FrontierHypervolume hypervolume;              // of the real-energy frontier
   std::size_t failed = 0;

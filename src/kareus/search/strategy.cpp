@@ -105,6 +105,58 @@ ProposalBatch RandomStrategy::propose(const SearchState& state, std::size_t max_
   return out;
 }
 
+namespace {
+
+// The surrogates' fit: the clock's additive term where there is a collective (otherwise the clock
+// is the only feature), and the measurement noise as a floor on the fitted noise.
+GpFitOptions surrogate_fit_options(const MoboOptions& options, const KnobSpace& space, const Eigen::VectorXd& y,
+                                   bool log_scale) {
+  GpFitOptions fit = options.gp;
+  if (options.additive_clock && space.has_collective()) fit.additive_feature = 0;
+  const double sigma = options.measurement_noise;
+  // A relative noise sigma is sigma² in log units; on the linear scale, about (sigma · mean)².
+  if (sigma > 0) fit.noise_floor = log_scale ? sigma * sigma : std::pow(sigma * y.array().abs().mean(), 2);
+  return fit;
+}
+
+Eigen::VectorXd on_scale(const Eigen::VectorXd& y, bool log_scale) { return log_scale ? Eigen::VectorXd(y.array().log()) : y; }
+
+// Predictions in the target's own units, whatever scale the model was fitted on.
+GpPrediction predict_on_scale(const GaussianProcess& gp, const Eigen::MatrixXd& points, bool log_scale) {
+  GpPrediction p = gp.predict(points);
+  return log_scale ? p.exponentiated() : p;
+}
+
+}  // namespace
+
+std::vector<Measurement> posterior_estimates(const KnobSpace& space, std::vector<Measurement> measured,
+                                             double static_power_w, const MoboOptions& options) {
+  if (measured.empty() || !(options.measurement_noise > 0)) return measured;
+  const Eigen::MatrixXd& features = space.features();
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(measured.size()), features.cols());
+  Eigen::VectorXd y_time(x.rows()), y_energy(x.rows());
+  for (std::size_t r = 0; r < measured.size(); ++r) {
+    const auto row = static_cast<Eigen::Index>(r);
+    x.row(row) = features.row(static_cast<Eigen::Index>(*space.index_of(measured[r].knob)));
+    y_time(row) = measured[r].time_s;
+    y_energy(row) = measured[r].effective_energy_j;
+  }
+  const bool log_time = options.log_targets && (y_time.array() > 0).all();
+  const bool log_energy = options.log_targets && (y_energy.array() > 0).all();
+  const GaussianProcess time = GaussianProcess::fit(x, on_scale(y_time, log_time), surrogate_fit_options(options, space, y_time, log_time));
+  const GaussianProcess energy =
+      GaussianProcess::fit(x, on_scale(y_energy, log_energy), surrogate_fit_options(options, space, y_energy, log_energy));
+  const GpPrediction time_at = predict_on_scale(time, x, log_time);
+  const GpPrediction energy_at = predict_on_scale(energy, x, log_energy);
+  for (std::size_t r = 0; r < measured.size(); ++r) {
+    const auto row = static_cast<Eigen::Index>(r);
+    measured[r].time_s = time_at.mean(row);
+    measured[r].effective_energy_j = energy_at.mean(row);
+    measured[r].energy_j = measured[r].effective_energy_j + static_power_w * measured[r].time_s;
+  }
+  return measured;
+}
+
 MoboStrategy::MoboStrategy(MoboOptions options) : options_(std::move(options)) {
   if (options_.batch_size < 1) throw InputError({"", 0, 0, "--batch"}, "the batch size must be at least 1");
   if (!(options_.measurement_noise >= 0 && options_.measurement_noise < 0.5)) {
@@ -156,40 +208,30 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
     y_time(row) = state.measurement(measured[r]).time_s;
     y_energy(row) = state.measurement(measured[r]).effective_energy_j;
   }
-  GpFitOptions time_fit = options_.gp, energy_fit = options_.gp;
   const double sigma = options_.measurement_noise;
-  if (options_.additive_clock && space.has_collective()) time_fit.additive_feature = energy_fit.additive_feature = 0;
-  if (time_model_) time_fit.warm_start = time_model_->hyperparameters();
-  if (energy_model_) energy_fit.warm_start = energy_model_->hyperparameters();
   const bool log_time = options_.log_targets && (y_time.array() > 0).all();
   const bool log_energy = options_.log_targets && (y_energy.array() > 0).all();
-  // A model switching scale (a non-positive observation appeared) starts afresh.
-  if (log_time != time_log_) time_fit.warm_start.reset();
-  if (log_energy != energy_log_) energy_fit.warm_start.reset();
+  GpFitOptions time_fit = surrogate_fit_options(options_, space, y_time, log_time);
+  GpFitOptions energy_fit = surrogate_fit_options(options_, space, y_energy, log_energy);
+  // Each batch starts from the last one's fit, unless the model switched scale (a non-positive
+  // observation appeared).
+  if (time_model_ && log_time == time_log_) time_fit.warm_start = time_model_->hyperparameters();
+  if (energy_model_ && log_energy == energy_log_) energy_fit.warm_start = energy_model_->hyperparameters();
   time_log_ = log_time;
   energy_log_ = log_energy;
-  if (sigma > 0) {
-    // A relative noise sigma is sigma² in log units; on the linear scale, about (sigma · mean)².
-    time_fit.noise_floor = log_time ? sigma * sigma : std::pow(sigma * y_time.array().abs().mean(), 2);
-    energy_fit.noise_floor = log_energy ? sigma * sigma : std::pow(sigma * y_energy.array().abs().mean(), 2);
-  }
-  time_model_ = GaussianProcess::fit(x, log_time ? Eigen::VectorXd(y_time.array().log()) : y_time, time_fit);
-  energy_model_ = GaussianProcess::fit(x, log_energy ? Eigen::VectorXd(y_energy.array().log()) : y_energy, energy_fit);
+  time_model_ = GaussianProcess::fit(x, on_scale(y_time, log_time), time_fit);
+  energy_model_ = GaussianProcess::fit(x, on_scale(y_energy, log_energy), energy_fit);
 
   Eigen::MatrixXd xc(static_cast<Eigen::Index>(candidates.size()), features.cols());
   for (std::size_t r = 0; r < candidates.size(); ++r) {
     xc.row(static_cast<Eigen::Index>(r)) = features.row(static_cast<Eigen::Index>(candidates[r]));
   }
-  GpPrediction time_pred = time_model_->predict(xc);
-  GpPrediction energy_pred = energy_model_->predict(xc);
-  if (log_time) time_pred = time_pred.exponentiated();
-  if (log_energy) energy_pred = energy_pred.exponentiated();
+  const GpPrediction time_pred = predict_on_scale(*time_model_, xc, log_time);
+  const GpPrediction energy_pred = predict_on_scale(*energy_model_, xc, log_energy);
   std::vector<Observed> observed;
   if (sigma > 0) {
-    GpPrediction time_at = time_model_->predict(x);
-    GpPrediction energy_at = energy_model_->predict(x);
-    if (log_time) time_at = time_at.exponentiated();
-    if (log_energy) energy_at = energy_at.exponentiated();
+    const GpPrediction time_at = predict_on_scale(*time_model_, x, log_time);
+    const GpPrediction energy_at = predict_on_scale(*energy_model_, x, log_energy);
     for (Eigen::Index r = 0; r < x.rows(); ++r) observed.push_back({time_at.mean(r), energy_at.mean(r)});
   } else {
     for (std::size_t i : measured) {

@@ -146,6 +146,13 @@ struct MoboOptions {
   GpFitOptions gp;
 };
 
+// The measured knobs (successful, effective energy set) at the posterior means of surrogates fitted
+// to them as MOBO fits its own (log targets, the clock's additive term, the noise floor), real
+// energy = effective + static_power_w · time: when measurements scatter, a better estimate of each
+// knob's cost than its one measurement. Without measurement noise, `measured` unchanged.
+std::vector<Measurement> posterior_estimates(const KnobSpace& space, std::vector<Measurement> measured,
+                                             double static_power_w, const MoboOptions& options);
+
 class MoboStrategy final : public Strategy {
  public:
   // Throws InputError when batch_size < 1.
