@@ -42,6 +42,10 @@ struct Scratch {
   FlowNetwork network;
   std::vector<Step> steps;
   std::vector<Move> exchanges;
+  // The exchanges' cone of change (see faster_cone): each node's topological position, the nodes
+  // queued and those whose finish or tail changed.
+  std::vector<std::size_t> position, queue, finish_changed, tail_changed;
+  std::vector<std::uint8_t> queued;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -255,13 +259,85 @@ std::optional<Move> cut_move(const schedule::InstructionDag& dag, std::span<cons
   return move;
 }
 
+// The plan with node u at `new_time_u` (faster than s.time[u]) and every other node as it was: its
+// earliest finishes into s.cut_finish and longest tails into s.middle, which hold the plan's
+// (s.finish, s.tail) on entry. Only u's descendants' finishes and its ancestors' tails can change,
+// and of those only the ones whose longest path ran through u: both are found by walking out from u
+// in topological order (a min-heap of positions forwards, a max-heap backwards), stopping wherever a
+// node's value stays. Each changed value is computed as the full passes compute it (the same
+// maxima of the same sums), so it is the same to the bit. restore_cone() undoes it.
+void faster_cone(const schedule::InstructionDag& dag, std::size_t u, double new_time_u, Scratch& s) {
+  const std::vector<double>& time = s.time;
+  std::vector<double>& new_finish = s.cut_finish;
+  std::vector<double>& new_tail = s.middle;
+  std::vector<std::size_t>& heap = s.queue;
+  auto enqueue = [&](std::size_t v, auto before) {
+    if (s.queued[v]) return;
+    s.queued[v] = 1;
+    heap.push_back(v);
+    std::ranges::push_heap(heap, before);
+  };
+  auto dequeue = [&](auto before) {
+    std::ranges::pop_heap(heap, before);
+    const std::size_t v = heap.back();
+    heap.pop_back();
+    s.queued[v] = 0;
+    return v;
+  };
+  auto later = [&](std::size_t a, std::size_t b) { return s.position[a] > s.position[b]; };
+  auto earlier = [&](std::size_t a, std::size_t b) { return s.position[a] < s.position[b]; };
+  auto start_of = [&](std::size_t v) {
+    double start = 0;
+    for (std::size_t k = dag.predecessor_begin(v); k < dag.predecessor_begin(v + 1); ++k) {
+      start = std::max(start, new_finish[dag.edge_from(dag.predecessor_edge(k))]);
+    }
+    return start;
+  };
+  new_finish[u] = start_of(u) + new_time_u;
+  s.finish_changed.assign(1, u);
+  heap.clear();
+  for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) enqueue(dag.edge_to(e), later);
+  while (!heap.empty()) {
+    const std::size_t v = dequeue(later);
+    const double finish_v = start_of(v) + time[v];
+    if (finish_v == s.finish[v]) continue;
+    new_finish[v] = finish_v;
+    s.finish_changed.push_back(v);
+    for (std::size_t e = dag.successor_begin(v); e < dag.successor_begin(v + 1); ++e) enqueue(dag.edge_to(e), later);
+  }
+  s.tail_changed.clear();
+  for (std::size_t k = dag.predecessor_begin(u); k < dag.predecessor_begin(u + 1); ++k) {
+    enqueue(dag.edge_from(dag.predecessor_edge(k)), earlier);
+  }
+  while (!heap.empty()) {
+    const std::size_t v = dequeue(earlier);
+    double longest = 0;
+    for (std::size_t e = dag.successor_begin(v); e < dag.successor_begin(v + 1); ++e) {
+      const std::size_t w = dag.edge_to(e);
+      longest = std::max(longest, (w == u ? new_time_u : time[w]) + new_tail[w]);
+    }
+    if (longest == s.tail[v]) continue;
+    new_tail[v] = longest;
+    s.tail_changed.push_back(v);
+    for (std::size_t k = dag.predecessor_begin(v); k < dag.predecessor_begin(v + 1); ++k) {
+      enqueue(dag.edge_from(dag.predecessor_edge(k)), earlier);
+    }
+  }
+}
+
+void restore_cone(Scratch& s) {
+  for (std::size_t v : s.finish_changed) s.cut_finish[v] = s.finish[v];
+  for (std::size_t v : s.tail_changed) s.middle[v] = s.tail[v];
+}
+
 // The exchanges of wide moves: an instruction u that is not on every longest path goes one
 // candidate faster, which leaves the makespan as it is, and a neighbour w of it in the DAG takes the
 // room that opens, to the slowest candidate that fits it at the same makespan. Slack reclamation
 // gives the room latest-first (to u itself, again); an exchange gives it to w (on
 // llama3.2-3b-tp8-mbs8-seq4096's composed table, at its fastest time, stage 1's backward one
 // candidate faster and the forward before it one slower, 0.05% cheaper, where either alone is
-// not). Pairs where w's next candidate cannot fit even with all of u's saving are skipped unseen.
+// not). Pairs where w's next candidate cannot fit even with all of u's saving are skipped unseen;
+// the plan with u faster is found once for all of u's neighbours, by its cone of change alone.
 // The plan is `s.at`, `s.time`, `s.finish` and `s.tail`, of makespan `makespan`; `s.bottleneck` its
 // nodes on every longest path.
 void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
@@ -273,23 +349,29 @@ void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::sp
   for (std::size_t v : s.bottleneck) is_bottleneck[v] = 1;
   const std::vector<std::size_t>& at = s.at;
   const std::vector<double>& time = s.time;
-  std::vector<double>& new_time = s.cut_time;
-  std::vector<double>& new_finish = s.cut_finish;
-  std::vector<double>& new_tail = s.middle;  // free here: longest_avoiding has run or will rewrite it
+  const std::vector<double>& new_finish = s.cut_finish;
+  const std::vector<double>& new_tail = s.middle;  // free here: longest_avoiding has run or will rewrite it
+  s.cut_finish.assign(s.finish.begin(), s.finish.end());
+  s.middle.assign(s.tail.begin(), s.tail.end());
+  s.position.resize(n);
+  const std::span<const std::size_t> order = dag.topological_order();
+  for (std::size_t k = 0; k < n; ++k) s.position[order[k]] = k;
+  s.queued.assign(n, 0);
   const double tolerance_s = 1e-12 * makespan;
+  std::size_t cone_of = n;  // the node whose faster plan new_finish and new_tail hold
   auto exchange = [&](std::size_t u, std::size_t w) {
     const std::span<const Candidate> to_w = candidates_of[w];
     if (w == u || at[w] + 1 >= to_w.size()) return;
-    const double saving = time[u] - candidates_of[u][at[u] - 1].time_s;
+    const double faster_u = candidates_of[u][at[u] - 1].time_s;
+    const double saving = time[u] - faster_u;
     const double slack_w = makespan - s.finish[w] - s.tail[w];
     if (to_w[at[w] + 1].time_s - time[w] > slack_w + saving + tolerance_s) return;
-    new_time.assign(time.begin(), time.end());
-    new_time[u] = candidates_of[u][at[u] - 1].time_s;
-    new_finish.resize(n);
-    new_tail.resize(n);
-    dag.earliest_finish_into<double>(new_time, new_finish);
-    dag.longest_after_into<double>(new_time, new_tail);
-    const double start_w = new_finish[w] - new_time[w];
+    if (cone_of != u) {
+      if (cone_of != n) restore_cone(s);
+      faster_cone(dag, u, faster_u, s);
+      cone_of = u;
+    }
+    const double start_w = new_finish[w] - time[w];
     const double window = makespan - start_w - new_tail[w];
     std::size_t k = at[w];
     while (k + 1 < to_w.size() && to_w[k + 1].time_s <= window) ++k;
