@@ -89,6 +89,12 @@ struct SolverStats {
   long wide_move_expansions = 0;        // of the expansions, those with wide moves
 };
 
+// The activity-on-arc flow topology of `dag`: vertex 0 the start, 1 the end, instruction v the arc
+// 2+2v -> 3+2v; arcs: the N instruction arcs (arc v), N start arcs 0 -> 2+2v (N + v), N end arcs
+// 3+2v -> 1 (2N + v), then one zero-length arc per DAG edge e (3N + e). Phillips–Dessouky's steps
+// and the local search's cut move switch on the critical ones.
+MinCutSolver activity_flow_topology(const schedule::InstructionDag& dag);
+
 class FrontierSolver {
   struct Model;
 
@@ -208,9 +214,8 @@ class FrontierSolver {
   std::vector<long> durations_;
   long makespan_ = 0;
   bool started_ = false, finished_ = false, refined_ = false, force_cut_ = true;
-  // The activity-on-arc form of the whole DAG, fixed once: vertex 0 = start, 1 = end, instruction
-  // v is the arc 2+2v -> 3+2v; arcs: N instruction arcs, N start arcs, N end arcs, then one
-  // zero-length arc per DAG edge. Each step switches on the critical ones.
+  // The activity-on-arc form of the whole DAG (activity_flow_topology), fixed once; each step
+  // switches on the critical arcs.
   MinCutSolver cut_solver_;
   std::vector<ActiveArc> active_;       // room for every arc; a step writes its critical arcs first
   std::vector<ActiveArc> last_active_;  // the same; its first last_count_ are the last max flow's

@@ -39,7 +39,11 @@ struct Scratch {
   // The cut move's: each node's index among the critical ones, its options and times after the cut.
   std::vector<std::size_t> critical_index, cut_chosen;
   std::vector<double> cut_time, cut_finish;
-  FlowNetwork network;
+  // The cut move's minimum cut, on the activity-on-arc topology of the DAG it was built for (its
+  // node count and edges in `cut_topology`), solved from the last cut move's flow on this thread.
+  std::optional<MinCutSolver> cut_solver;
+  std::vector<std::size_t> cut_topology;
+  std::vector<ActiveArc> active;
   std::vector<Step> steps;
   std::vector<Move> exchanges;
   // The exchanges' cone of change (see faster_cone): each node's topological position, the nodes
@@ -170,6 +174,26 @@ void bottlenecks(std::span<const double> finish, std::span<const double> time,
 }
 
 
+// This thread's minimum-cut solver on the activity-on-arc topology of `dag`
+// (activity_flow_topology), built again only when the DAG differs from the last one's.
+MinCutSolver& cut_solver_for(const schedule::InstructionDag& dag, Scratch& s) {
+  std::vector<std::size_t>& topology = s.cut_topology;
+  const std::size_t n = dag.num_nodes(), m = dag.num_edges();
+  auto same = [&] {
+    if (!s.cut_solver || topology.size() != 1 + 2 * m || topology[0] != n) return false;
+    for (std::size_t e = 0; e < m; ++e) {
+      if (topology[1 + 2 * e] != dag.edge_from(e) || topology[2 + 2 * e] != dag.edge_to(e)) return false;
+    }
+    return true;
+  };
+  if (!same()) {
+    topology.assign(1, n);
+    for (std::size_t e = 0; e < m; ++e) topology.push_back(dag.edge_from(e)), topology.push_back(dag.edge_to(e));
+    s.cut_solver = activity_flow_topology(dag);
+  }
+  return *s.cut_solver;
+}
+
 // The cut move. Where longest paths run side by side (a pipeline's steady state near its fastest
 // plans), no one instruction lies on them all, so no single faster move shortens the plan, nor need
 // a slower one lead anywhere cheaper: the search can stop at a local optimum of one-option moves.
@@ -184,26 +208,22 @@ void bottlenecks(std::span<const double> finish, std::span<const double> time,
 std::optional<Move> cut_move(const schedule::InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
                              std::span<const std::size_t> critical, double makespan, double idle_power_w,
                              Scratch& s) {
-  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   constexpr std::int64_t kUnbounded = FlowNetwork::kUnbounded;
   const std::size_t n = dag.num_nodes();
   const std::vector<double>& finish = s.finish;
   const std::vector<double>& time = s.time;
   const double tolerance_s = 1e-12 * makespan;
-  s.critical_index.assign(n, kNone);
-  for (std::size_t i = 0; i < critical.size(); ++i) s.critical_index[critical[i]] = i;
+  std::vector<std::size_t>& is_critical = s.critical_index;
+  is_critical.assign(n, 0);
+  for (std::size_t v : critical) is_critical[v] = 1;
   // Micro-joules per second; candidates are a Pareto set, so the rates are at least 0.
   auto per_second = [](double energy_j, double time_s) {
     return std::max<std::int64_t>(0, std::llround(1e6 * energy_j / time_s));
   };
-  // Vertices: 0 the source, 1 the sink, 2 + 2i and 3 + 2i the ends of critical node i's arc.
-  FlowNetwork& network = s.network;
-  network.num_vertices = 2 + 2 * critical.size();
-  network.source = 0;
-  network.sink = 1;
-  network.arcs.clear();
-  for (std::size_t i = 0; i < critical.size(); ++i) {
-    const std::size_t v = critical[i];
+  MinCutSolver& cut_solver = cut_solver_for(dag, s);
+  std::vector<ActiveArc>& active = s.active;
+  active.clear();
+  for (std::size_t v : critical) {
     const std::span<const Candidate> candidates = candidates_of[v];
     const std::size_t at = s.at[v];
     std::int64_t faster = kUnbounded, slower = 0;
@@ -217,17 +237,15 @@ std::optional<Move> cut_move(const schedule::InstructionDag& dag, std::span<cons
     }
     // Where the options are not convex (slowing saves more per second than speeding costs) the
     // cut may not pay for a slowdown beyond what a speedup costs.
-    network.arcs.push_back({2 + 2 * i, 3 + 2 * i, std::min(slower, faster), faster});
-    if (finish[v] - time[v] <= tolerance_s) network.arcs.push_back({0, 2 + 2 * i, 0, kUnbounded});
-    if (finish[v] >= makespan - tolerance_s) network.arcs.push_back({3 + 2 * i, 1, 0, kUnbounded});
+    active.push_back({v, std::min(slower, faster), faster});
+    if (finish[v] - time[v] <= tolerance_s) active.push_back({n + v, 0, kUnbounded});
+    if (finish[v] >= makespan - tolerance_s) active.push_back({2 * n + v, 0, kUnbounded});
     for (std::size_t e = dag.successor_begin(v); e < dag.successor_begin(v + 1); ++e) {
       const std::size_t w = dag.edge_to(e);
-      if (s.critical_index[w] != kNone && finish[v] >= finish[w] - time[w] - tolerance_s) {
-        network.arcs.push_back({3 + 2 * i, 2 + 2 * s.critical_index[w], 0, kUnbounded});
-      }
+      if (is_critical[w] && finish[v] >= finish[w] - time[w] - tolerance_s) active.push_back({3 * n + e, 0, kUnbounded});
     }
   }
-  const MinCut cut = minimum_cut(network);
+  const MinCut cut = cut_solver.solve(active);
   if (!cut.bounded) return std::nullopt;
   std::vector<std::size_t>& chosen = s.cut_chosen;
   std::vector<double>& new_time = s.cut_time;
@@ -235,9 +253,8 @@ std::optional<Move> cut_move(const schedule::InstructionDag& dag, std::span<cons
   chosen.assign(s.at.begin(), s.at.end());
   new_time.assign(time.begin(), time.end());
   new_finish.resize(n);
-  for (std::size_t i = 0; i < critical.size(); ++i) {
-    const std::size_t v = critical[i];
-    const bool tail_side = cut.source_side[2 + 2 * i] != 0, head_side = cut.source_side[3 + 2 * i] != 0;
+  for (std::size_t v : critical) {
+    const bool tail_side = cut.source_side[2 + 2 * v] != 0, head_side = cut.source_side[3 + 2 * v] != 0;
     if (tail_side && !head_side) {
       new_time[v] = candidates_of[v][--chosen[v]].time_s;
     } else if (!tail_side && head_side && chosen[v] + 1 < candidates_of[v].size()) {

@@ -43,8 +43,9 @@ std::string operation_name(const Operation& op, int chunks) {
                     : fmt::format("stage {} {}", op.stage, to_string(op.slot));
 }
 
-// The fixed activity-on-arc topology of the DAG (see cut_solver_ in the header).
-MinCutSolver flow_topology(const schedule::InstructionDag& dag) {
+}  // namespace
+
+MinCutSolver activity_flow_topology(const schedule::InstructionDag& dag) {
   const std::size_t n = dag.num_nodes();
   std::vector<std::pair<std::size_t, std::size_t>> arcs;
   for (std::size_t v = 0; v < n; ++v) arcs.emplace_back(2 + 2 * v, 3 + 2 * v);
@@ -56,11 +57,9 @@ MinCutSolver flow_topology(const schedule::InstructionDag& dag) {
   return MinCutSolver(2 + 2 * n, 0, 1, arcs);
 }
 
-}  // namespace
-
 FrontierSolver::FrontierSolver(const OptionTable& table, const schedule::PipelineSchedule& schedule,
                                SolverOptions options)
-    : table_(table), options_(options), dag_(schedule), cut_solver_(flow_topology(dag_)) {
+    : table_(table), options_(options), dag_(schedule), cut_solver_(activity_flow_topology(dag_)) {
   if (options.unit_time_s && (!(*options.unit_time_s > 0) || !std::isfinite(*options.unit_time_s))) {
     throw InputError(fmt::format("the time unit must be positive, got {}", *options.unit_time_s));
   }
