@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "kareus/core/error.hpp"
 #include "exact_reference.hpp"
@@ -17,7 +18,9 @@
 
 namespace kareus::pipeline {
 namespace {
-// A small random pipeline for the local search properties (1–3 stages, 1–5 microbatches).
+// A small random pipeline for the local search properties (1–3 stages, 1–5 microbatches). Half of
+// them have every stage like the first, as a pipeline of equal layers does: longest paths then run
+// side by side, where the cut move is made (random stages almost never tie).
 struct SmallPipeline {
   OptionTable table;
   schedule::PipelineSchedule schedule;
@@ -26,6 +29,9 @@ SmallPipeline random_small_pipeline() {
   const int stages = *rc::gen::inRange(1, 4);
   const int microbatches = *rc::gen::inRange(1, 6);
   OptionTable table = *testing::random_table(stages, 1, 6);
+  if (*rc::gen::arbitrary<bool>()) {
+    for (auto& stage : table.options) stage = table.options.front();
+  }
   auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe);
   return {std::move(table), schedule::PipelineSchedule::make(kind, stages, microbatches)};
 }
@@ -49,6 +55,39 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchMovesCarryTheirTrueTimeAndEnergy, ()) {
       }
     }
   }
+}
+
+// A thread keeps its cut move's flow and its exchanges' buffers from one plan to the next, and
+// rebuilds the flow's topology for another DAG: a plan's moves must not depend on what the thread
+// expanded before. A plan of another pipeline, every plan of the steps in step order (wide moves and
+// the cut move), the other plan again, then the steps' plans in reverse order: the same moves, to
+// the bit.
+RC_GTEST_PROP(FrontierSolver, APlansMovesDoNotDependOnThePlansExpandedBefore, ()) {
+  const auto [table, schedule] = random_small_pipeline();
+  const auto [other_table, other_schedule] = random_small_pipeline();
+  const std::size_t reach = *rc::gen::inRange<std::size_t>(2, 6);
+  FrontierSolver solver(table, schedule, {.p_blocking_w = 60, .unit_time_s = 1e-3});
+  FrontierSolver other(other_table, other_schedule, {.p_blocking_w = 60, .unit_time_s = 1e-3});
+  using Found = std::vector<std::tuple<std::size_t, std::uint16_t, double, double, std::vector<std::pair<std::size_t, std::uint16_t>>>>;
+  auto moves_of = [&](const FrontierSolver& of, const FrontierPoint& plan) {
+    Found found;
+    for (const Move& m : wide_neighbours(of, plan, reach)) found.emplace_back(m.node, m.option, m.time_s, m.energy_j, m.also);
+    for (const Move& m : neighbours(of, plan, /*with_cut_move=*/true)) {
+      found.emplace_back(m.node, m.option, m.time_s, m.energy_j, m.also);
+    }
+    return found;
+  };
+  std::vector<FrontierPoint> plans;
+  for (auto step = solver.next(); !step.empty(); step = solver.next()) plans.insert(plans.end(), step.begin(), step.end());
+  std::vector<FrontierPoint> other_plans;
+  for (auto step = other.next(); !step.empty(); step = other.next()) other_plans.insert(other_plans.end(), step.begin(), step.end());
+  RC_PRE(!plans.empty() && !other_plans.empty());
+  const FrontierPoint& other_plan = other_plans[other_plans.size() / 2];
+  const Found other_first = moves_of(other, other_plan);
+  std::vector<Found> forwards;
+  for (const FrontierPoint& plan : plans) forwards.push_back(moves_of(solver, plan));
+  RC_ASSERT(moves_of(other, other_plan) == other_first);
+  for (std::size_t k = plans.size(); k-- > 0;) RC_ASSERT(moves_of(solver, plans[k]) == forwards[k]);
 }
 
 // The faster moves are found through the instructions every critical path runs through and the
