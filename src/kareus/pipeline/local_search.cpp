@@ -48,7 +48,7 @@ struct Scratch {
   std::vector<Move> exchanges;
   // The exchanges' cone of change (see faster_cone): each node's topological position, the nodes
   // queued and those whose finish or tail changed.
-  std::vector<std::size_t> position, queue, finish_changed, tail_changed;
+  std::vector<std::size_t> position, queue, finish_changed, tail_changed, partners;
   std::vector<std::uint8_t> queued;
 };
 Scratch& scratch() {
@@ -278,12 +278,16 @@ std::optional<Move> cut_move(const schedule::InstructionDag& dag, std::span<cons
 
 // The plan with node u at `new_time_u` (faster than s.time[u]) and every other node as it was: its
 // earliest finishes into s.cut_finish and longest tails into s.middle, which hold the plan's
-// (s.finish, s.tail) on entry. Only u's descendants' finishes and its ancestors' tails can change,
-// and of those only the ones whose longest path ran through u: both are found by walking out from u
-// in topological order (a min-heap of positions forwards, a max-heap backwards), stopping wherever a
-// node's value stays. Each changed value is computed as the full passes compute it (the same
-// maxima of the same sums), so it is the same to the bit. restore_cone() undoes it.
-void faster_cone(const schedule::InstructionDag& dag, std::size_t u, double new_time_u, Scratch& s) {
+// (s.finish, s.tail) on entry, of the nodes at topological positions up to `finish_until` and from
+// `tail_from` on (the others keep the plan's). Only u's descendants' finishes and its ancestors'
+// tails can change, and of those only the ones whose longest path ran through u: both are found by
+// walking out from u in topological order (a min-heap of positions forwards, a max-heap backwards),
+// stopping wherever a node's value stays; a node's value depends on those before it (after it, for
+// tails) alone, so the limits cut nothing short. Each changed value is computed as the full passes
+// compute it (the same maxima of the same sums), so it is the same to the bit. restore_cone()
+// undoes it.
+void faster_cone(const schedule::InstructionDag& dag, std::size_t u, double new_time_u, std::size_t finish_until,
+                 std::size_t tail_from, Scratch& s) {
   const std::vector<double>& time = s.time;
   std::vector<double>& new_finish = s.cut_finish;
   std::vector<double>& new_tail = s.middle;
@@ -310,22 +314,31 @@ void faster_cone(const schedule::InstructionDag& dag, std::size_t u, double new_
     }
     return start;
   };
+  auto enqueue_successors = [&](std::size_t v) {
+    for (std::size_t e = dag.successor_begin(v); e < dag.successor_begin(v + 1); ++e) {
+      if (s.position[dag.edge_to(e)] <= finish_until) enqueue(dag.edge_to(e), later);
+    }
+  };
+  auto enqueue_predecessors = [&](std::size_t v) {
+    for (std::size_t k = dag.predecessor_begin(v); k < dag.predecessor_begin(v + 1); ++k) {
+      const std::size_t p = dag.edge_from(dag.predecessor_edge(k));
+      if (s.position[p] >= tail_from) enqueue(p, earlier);
+    }
+  };
   new_finish[u] = start_of(u) + new_time_u;
   s.finish_changed.assign(1, u);
   heap.clear();
-  for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) enqueue(dag.edge_to(e), later);
+  enqueue_successors(u);
   while (!heap.empty()) {
     const std::size_t v = dequeue(later);
     const double finish_v = start_of(v) + time[v];
     if (finish_v == s.finish[v]) continue;
     new_finish[v] = finish_v;
     s.finish_changed.push_back(v);
-    for (std::size_t e = dag.successor_begin(v); e < dag.successor_begin(v + 1); ++e) enqueue(dag.edge_to(e), later);
+    enqueue_successors(v);
   }
   s.tail_changed.clear();
-  for (std::size_t k = dag.predecessor_begin(u); k < dag.predecessor_begin(u + 1); ++k) {
-    enqueue(dag.edge_from(dag.predecessor_edge(k)), earlier);
-  }
+  enqueue_predecessors(u);
   while (!heap.empty()) {
     const std::size_t v = dequeue(earlier);
     double longest = 0;
@@ -336,9 +349,7 @@ void faster_cone(const schedule::InstructionDag& dag, std::size_t u, double new_
     if (longest == s.tail[v]) continue;
     new_tail[v] = longest;
     s.tail_changed.push_back(v);
-    for (std::size_t k = dag.predecessor_begin(v); k < dag.predecessor_begin(v + 1); ++k) {
-      enqueue(dag.edge_from(dag.predecessor_edge(k)), earlier);
-    }
+    enqueue_predecessors(v);
   }
 }
 
@@ -353,12 +364,15 @@ void restore_cone(Scratch& s) {
 // gives the room latest-first (to u itself, again); an exchange gives it to w (on
 // llama3.2-3b-tp8-mbs8-seq4096's composed table, at its fastest time, stage 1's backward one
 // candidate faster and the forward before it one slower, 0.05% cheaper, where either alone is
-// not). Pairs where w's next candidate cannot fit even with all of u's saving are skipped unseen;
-// the plan with u faster is found once for all of u's neighbours, by its cone of change alone.
+// not). Pairs where w's next candidate cannot fit even with all of u's saving are skipped unseen.
+// The plan with u faster is found once for all of u's neighbours, by its cone of change, and only as
+// far as they need: a successor w its start (its predecessors' finishes), a predecessor w its tail.
+// The makespan's own change needs the whole forward cone only where u is on a longest path: off
+// them every path through u is shorter than the makespan, so no end's finish moves.
 // The plan is `s.at`, `s.time`, `s.finish` and `s.tail`, of makespan `makespan`; `s.bottleneck` its
 // nodes on every longest path.
 void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::span<const Candidate>> candidates_of,
-                    double makespan, double sum_effective, double idle_power_w, Scratch& s,
+                    double makespan, double critical_length, double sum_effective, double idle_power_w, Scratch& s,
                     std::vector<Move>& exchanges) {
   const std::size_t n = dag.num_nodes();
   std::vector<std::size_t>& is_bottleneck = s.critical_index;
@@ -375,40 +389,47 @@ void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::sp
   for (std::size_t k = 0; k < n; ++k) s.position[order[k]] = k;
   s.queued.assign(n, 0);
   const double tolerance_s = 1e-12 * makespan;
-  std::size_t cone_of = n;  // the node whose faster plan new_finish and new_tail hold
-  auto exchange = [&](std::size_t u, std::size_t w) {
-    const std::span<const Candidate> to_w = candidates_of[w];
-    if (w == u || at[w] + 1 >= to_w.size()) return;
-    const double faster_u = candidates_of[u][at[u] - 1].time_s;
-    const double saving = time[u] - faster_u;
-    const double slack_w = makespan - s.finish[w] - s.tail[w];
-    if (to_w[at[w] + 1].time_s - time[w] > slack_w + saving + tolerance_s) return;
-    if (cone_of != u) {
-      if (cone_of != n) restore_cone(s);
-      faster_cone(dag, u, faster_u, s);
-      cone_of = u;
-    }
-    const double start_w = new_finish[w] - time[w];
-    const double window = makespan - start_w - new_tail[w];
-    std::size_t k = at[w];
-    while (k + 1 < to_w.size() && to_w[k + 1].time_s <= window) ++k;
-    if (k == at[w]) return;
-    // Only paths through w grow, and none past the makespan; u's own leave it as it was.
-    const double new_makespan =
-        std::max(dag.latest_finish<double>(new_finish), start_w + to_w[k].time_s + new_tail[w]);
-    const double energy = sum_effective - candidates_of[u][at[u]].effective_energy_j +
-                          candidates_of[u][at[u] - 1].effective_energy_j - to_w[at[w]].effective_energy_j +
-                          to_w[k].effective_energy_j + idle_power_w * new_makespan;
-    exchanges.push_back({u, static_cast<std::uint16_t>(candidates_of[u][at[u] - 1].option), new_makespan, energy,
-                         {{w, static_cast<std::uint16_t>(to_w[k].option)}}});
-  };
+  std::vector<std::size_t>& partners = s.partners;
   for (std::size_t u = 0; u < n; ++u) {
     if (is_bottleneck[u] || at[u] == 0) continue;
-    for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) exchange(u, dag.edge_to(e));
+    const double faster_u = candidates_of[u][at[u] - 1].time_s;
+    const double saving = time[u] - faster_u;
+    // The neighbours whose next candidate could fit with all of u's saving, and how far the cone
+    // must reach for them.
+    partners.clear();
+    std::size_t finish_until = 0, tail_from = n;
+    auto consider = [&](std::size_t w, bool successor) {
+      const std::span<const Candidate> to_w = candidates_of[w];
+      if (w == u || at[w] + 1 >= to_w.size()) return;
+      const double slack_w = makespan - s.finish[w] - s.tail[w];
+      if (to_w[at[w] + 1].time_s - time[w] > slack_w + saving + tolerance_s) return;
+      partners.push_back(w);
+      if (successor) finish_until = std::max(finish_until, s.position[w]);
+      else tail_from = std::min(tail_from, s.position[w]);
+    };
+    for (std::size_t e = dag.successor_begin(u); e < dag.successor_begin(u + 1); ++e) consider(dag.edge_to(e), true);
     for (std::size_t k = dag.predecessor_begin(u); k < dag.predecessor_begin(u + 1); ++k) {
-      const std::size_t e = dag.predecessor_edge(k);
-      exchange(u, dag.edge_from(e));
+      consider(dag.edge_from(dag.predecessor_edge(k)), false);
     }
+    if (partners.empty()) continue;
+    const bool on_longest_path = s.finish[u] + s.tail[u] >= critical_length;
+    faster_cone(dag, u, faster_u, on_longest_path ? n : finish_until, tail_from, s);
+    const double latest_finish = on_longest_path ? dag.latest_finish<double>(new_finish) : makespan;
+    for (std::size_t w : partners) {
+      const std::span<const Candidate> to_w = candidates_of[w];
+      const double start_w = new_finish[w] - time[w];
+      const double window = makespan - start_w - new_tail[w];
+      std::size_t k = at[w];
+      while (k + 1 < to_w.size() && to_w[k + 1].time_s <= window) ++k;
+      if (k == at[w]) continue;
+      // Only paths through w grow, and none past the makespan; u's own leave it as it was.
+      const double new_makespan = std::max(latest_finish, start_w + to_w[k].time_s + new_tail[w]);
+      const double energy = sum_effective - candidates_of[u][at[u]].effective_energy_j + candidates_of[u][at[u] - 1].effective_energy_j -
+                            to_w[at[w]].effective_energy_j + to_w[k].effective_energy_j + idle_power_w * new_makespan;
+      exchanges.push_back({u, static_cast<std::uint16_t>(candidates_of[u][at[u] - 1].option), new_makespan, energy,
+                           {{w, static_cast<std::uint16_t>(to_w[k].option)}}});
+    }
+    restore_cone(s);
   }
 }
 
@@ -542,7 +563,7 @@ std::vector<Move> moves_from(const FrontierSolver& solver, const FrontierPoint& 
   }
   if constexpr (kWide) {
     exchanges.clear();
-    exchange_moves(dag, candidates_of, makespan, sum_effective, idle_power_w, s, exchanges);
+    exchange_moves(dag, candidates_of, makespan, critical_length, sum_effective, idle_power_w, s, exchanges);
     for (std::size_t k = 0; k < exchanges.size(); ++k) {
       add_step({n + 2 + k, 0, exchanges[k].time_s, exchanges[k].energy_j});
     }
