@@ -121,6 +121,31 @@ GpFitOptions surrogate_fit_options(const MoboOptions& options, const KnobSpace& 
 
 Eigen::VectorXd on_scale(const Eigen::VectorXd& y, bool log_scale) { return log_scale ? Eigen::VectorXd(y.array().log()) : y; }
 
+// The surrogates' training set: each measured knob's features, its time and effective energy, and
+// whether each target is fitted on the log scale (where asked and every value is positive).
+struct TrainingSet {
+  Eigen::MatrixXd x;
+  Eigen::VectorXd time, energy;
+  bool log_time = false, log_energy = false;
+};
+// `row_of(r)` gives row r's knob index in `space` and its measurement.
+template <typename RowOf>
+TrainingSet training_set(const KnobSpace& space, std::size_t rows, bool log_targets, RowOf row_of) {
+  const Eigen::MatrixXd& features = space.features();
+  TrainingSet set{Eigen::MatrixXd(static_cast<Eigen::Index>(rows), features.cols()),
+                  Eigen::VectorXd(static_cast<Eigen::Index>(rows)), Eigen::VectorXd(static_cast<Eigen::Index>(rows))};
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto row = static_cast<Eigen::Index>(r);
+    const auto [knob, measurement] = row_of(r);
+    set.x.row(row) = features.row(static_cast<Eigen::Index>(knob));
+    set.time(row) = measurement.time_s;
+    set.energy(row) = measurement.effective_energy_j;
+  }
+  set.log_time = log_targets && (set.time.array() > 0).all();
+  set.log_energy = log_targets && (set.energy.array() > 0).all();
+  return set;
+}
+
 // Predictions in the target's own units, whatever scale the model was fitted on.
 GpPrediction predict_on_scale(const GaussianProcess& gp, const Eigen::MatrixXd& points, bool log_scale) {
   GpPrediction p = gp.predict(points);
@@ -132,22 +157,15 @@ GpPrediction predict_on_scale(const GaussianProcess& gp, const Eigen::MatrixXd& 
 std::vector<Measurement> posterior_estimates(const KnobSpace& space, std::vector<Measurement> measured,
                                              double static_power_w, const MoboOptions& options) {
   if (measured.empty() || !(options.measurement_noise > 0)) return measured;
-  const Eigen::MatrixXd& features = space.features();
-  Eigen::MatrixXd x(static_cast<Eigen::Index>(measured.size()), features.cols());
-  Eigen::VectorXd y_time(x.rows()), y_energy(x.rows());
-  for (std::size_t r = 0; r < measured.size(); ++r) {
-    const auto row = static_cast<Eigen::Index>(r);
-    x.row(row) = features.row(static_cast<Eigen::Index>(*space.index_of(measured[r].knob)));
-    y_time(row) = measured[r].time_s;
-    y_energy(row) = measured[r].effective_energy_j;
-  }
-  const bool log_time = options.log_targets && (y_time.array() > 0).all();
-  const bool log_energy = options.log_targets && (y_energy.array() > 0).all();
-  const GaussianProcess time = GaussianProcess::fit(x, on_scale(y_time, log_time), surrogate_fit_options(options, space, y_time, log_time));
-  const GaussianProcess energy =
-      GaussianProcess::fit(x, on_scale(y_energy, log_energy), surrogate_fit_options(options, space, y_energy, log_energy));
-  const GpPrediction time_at = predict_on_scale(time, x, log_time);
-  const GpPrediction energy_at = predict_on_scale(energy, x, log_energy);
+  const TrainingSet set = training_set(space, measured.size(), options.log_targets, [&](std::size_t r) {
+    return std::pair<std::size_t, const Measurement&>(*space.index_of(measured[r].knob), measured[r]);
+  });
+  const GaussianProcess time = GaussianProcess::fit(set.x, on_scale(set.time, set.log_time),
+                                                    surrogate_fit_options(options, space, set.time, set.log_time));
+  const GaussianProcess energy = GaussianProcess::fit(set.x, on_scale(set.energy, set.log_energy),
+                                                      surrogate_fit_options(options, space, set.energy, set.log_energy));
+  const GpPrediction time_at = predict_on_scale(time, set.x, set.log_time);
+  const GpPrediction energy_at = predict_on_scale(energy, set.x, set.log_energy);
   for (std::size_t r = 0; r < measured.size(); ++r) {
     const auto row = static_cast<Eigen::Index>(r);
     measured[r].time_s = time_at.mean(row);
@@ -199,29 +217,24 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
   }
 
   // Fit the two surrogates on the measured knobs (ascending index: order-independent).
-  const Eigen::MatrixXd& features = space.features();
-  Eigen::MatrixXd x(static_cast<Eigen::Index>(measured.size()), features.cols());
-  Eigen::VectorXd y_time(x.rows()), y_energy(x.rows());
-  for (std::size_t r = 0; r < measured.size(); ++r) {
-    const auto row = static_cast<Eigen::Index>(r);
-    x.row(row) = features.row(static_cast<Eigen::Index>(measured[r]));
-    y_time(row) = state.measurement(measured[r]).time_s;
-    y_energy(row) = state.measurement(measured[r]).effective_energy_j;
-  }
+  const TrainingSet set = training_set(space, measured.size(), options_.log_targets, [&](std::size_t r) {
+    return std::pair<std::size_t, const Measurement&>(measured[r], state.measurement(measured[r]));
+  });
+  const Eigen::MatrixXd& x = set.x;
+  const bool log_time = set.log_time, log_energy = set.log_energy;
   const double sigma = options_.measurement_noise;
-  const bool log_time = options_.log_targets && (y_time.array() > 0).all();
-  const bool log_energy = options_.log_targets && (y_energy.array() > 0).all();
-  GpFitOptions time_fit = surrogate_fit_options(options_, space, y_time, log_time);
-  GpFitOptions energy_fit = surrogate_fit_options(options_, space, y_energy, log_energy);
+  GpFitOptions time_fit = surrogate_fit_options(options_, space, set.time, log_time);
+  GpFitOptions energy_fit = surrogate_fit_options(options_, space, set.energy, log_energy);
   // Each batch starts from the last one's fit, unless the model switched scale (a non-positive
   // observation appeared).
   if (time_model_ && log_time == time_log_) time_fit.warm_start = time_model_->hyperparameters();
   if (energy_model_ && log_energy == energy_log_) energy_fit.warm_start = energy_model_->hyperparameters();
   time_log_ = log_time;
   energy_log_ = log_energy;
-  time_model_ = GaussianProcess::fit(x, on_scale(y_time, log_time), time_fit);
-  energy_model_ = GaussianProcess::fit(x, on_scale(y_energy, log_energy), energy_fit);
+  time_model_ = GaussianProcess::fit(x, on_scale(set.time, log_time), time_fit);
+  energy_model_ = GaussianProcess::fit(x, on_scale(set.energy, log_energy), energy_fit);
 
+  const Eigen::MatrixXd& features = space.features();
   Eigen::MatrixXd xc(static_cast<Eigen::Index>(candidates.size()), features.cols());
   for (std::size_t r = 0; r < candidates.size(); ++r) {
     xc.row(static_cast<Eigen::Index>(r)) = features.row(static_cast<Eigen::Index>(candidates[r]));
