@@ -146,7 +146,7 @@ std::string html_page(const ReportText& text, const std::string& body) {
       "td{{padding-right:1em;vertical-align:top}}.note{{color:#a33}}svg{{height:auto;max-width:100%}}"
       ".knobs td,.knobs th{{border-bottom:1px solid #ddd;padding:2px 8px}}.num{{text-align:right}}"
       // A narrow window: a compare table's six columns still fit 480 px.
-      "@media (max-width:600px){{body{{margin:0.5em}}.knobs{{font-size:0.85em}}"
+      "@media (max-width:600px){{body{{margin:0.5em}}.knobs{{font-size:0.8em}}"
       ".knobs td,.knobs th{{padding:2px 3px}}}}</style></head>\n<body>\n<h1>{0}</h1>\n"
       "<p class=\"note\">{1}</p>\n<table>\n{2}</table>\n{3}"
       "</body></html>\n",
