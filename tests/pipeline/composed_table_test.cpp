@@ -52,7 +52,7 @@ TEST(ComposedTable, DefaultFrontWithinATenthOfAPercentOfAMip) {
 // At its fastest time (3.602086 s, every critical instruction at its fastest option) the plan of
 // least energy the search found at a 1 ms unit, 2,301.544 J, is three pairs of stage 1's forward one
 // candidate slower and its backward one faster away from the fastest plan (2,305.079 J): each pair is
-// an exchange of wide moves (local_search.cpp), neither half of it alone enters the front.
+// an exchange of wide moves (plan_moves.cpp), neither half of it alone enters the front.
 TEST(ComposedTable, FastestPlanTakesTheExchangesAtItsTime) {
   const OptionTable table = read_option_table(kTable, 2);
   const Frontier front = solve_frontier(table, schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 2, 8), {.p_blocking_w = 85});

@@ -1,4 +1,4 @@
-// The local search's moves (local_search.cpp) and what its rounds do to the front.
+// The local search's moves (plan_moves.cpp) and what its rounds do to the front.
 #include "kareus/pipeline/local_search.hpp"
 
 #include <gtest/gtest.h>

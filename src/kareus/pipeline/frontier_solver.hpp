@@ -16,9 +16,9 @@
 //
 // The parts live in one file each: phillips_dessouky.cpp (the cost models and steps),
 // plan_realization.cpp (plans on the true options, slack reclamation, the fastest plan's fit),
-// local_search.hpp/.cpp (a plan's moves and the rounds), plan_front.hpp (the Pareto set of plans),
-// solve_frontier.cpp (solve_frontier: those on threads), unit_choice.cpp (the unit where the
-// options do not give one).
+// local_search.hpp with plan_moves.cpp (a plan's moves) and local_search.cpp (the rounds),
+// plan_front.hpp (the Pareto set of plans), solve_frontier.cpp (solve_frontier: those on threads),
+// unit_choice.cpp (the unit where the options do not give one).
 //
 // Thread-safety: a FrontierSolver is single-threaded, with two exceptions: evaluate() may run on a
 // second thread while advance() runs (that is how solve_frontier turns steps into plans on one core
