@@ -68,19 +68,23 @@ RC_GTEST_PROP(FrontierSolver, APlansMovesDoNotDependOnThePlansExpandedBefore, ()
   const std::size_t reach = *rc::gen::inRange<std::size_t>(2, 6);
   FrontierSolver solver(table, schedule, {.p_blocking_w = 60, .unit_time_s = 1e-3});
   FrontierSolver other(other_table, other_schedule, {.p_blocking_w = 60, .unit_time_s = 1e-3});
-  using Found = std::vector<std::tuple<std::size_t, std::uint16_t, double, double, std::vector<std::pair<std::size_t, std::uint16_t>>>>;
+  using Found = std::vector<
+      std::tuple<std::size_t, std::uint16_t, double, double, std::vector<std::pair<std::size_t, std::uint16_t>>>>;
   auto moves_of = [&](const FrontierSolver& of, const FrontierPoint& plan) {
     Found found;
-    for (const Move& m : wide_neighbours(of, plan, reach)) found.emplace_back(m.node, m.option, m.time_s, m.energy_j, m.also);
-    for (const Move& m : neighbours(of, plan, /*with_cut_move=*/true)) {
-      found.emplace_back(m.node, m.option, m.time_s, m.energy_j, m.also);
-    }
+    auto record = [&](const std::vector<Move>& moves) {
+      for (const Move& m : moves) found.emplace_back(m.node, m.option, m.time_s, m.energy_j, m.also);
+    };
+    record(wide_neighbours(of, plan, reach));
+    record(neighbours(of, plan, /*with_cut_move=*/true));
     return found;
   };
-  std::vector<FrontierPoint> plans;
-  for (auto step = solver.next(); !step.empty(); step = solver.next()) plans.insert(plans.end(), step.begin(), step.end());
-  std::vector<FrontierPoint> other_plans;
-  for (auto step = other.next(); !step.empty(); step = other.next()) other_plans.insert(other_plans.end(), step.begin(), step.end());
+  auto plans_of = [](FrontierSolver& of) {
+    std::vector<FrontierPoint> plans;
+    for (auto step = of.next(); !step.empty(); step = of.next()) plans.insert(plans.end(), step.begin(), step.end());
+    return plans;
+  };
+  const std::vector<FrontierPoint> plans = plans_of(solver), other_plans = plans_of(other);
   RC_PRE(!plans.empty() && !other_plans.empty());
   const FrontierPoint& other_plan = other_plans[other_plans.size() / 2];
   const Found other_first = moves_of(other, other_plan);

@@ -240,7 +240,9 @@ std::optional<Move> cut_move(const schedule::InstructionDag& dag, std::span<cons
     if (finish[v] >= makespan - tolerance_s) active.push_back({2 * n + v, 0, kUnbounded});
     for (std::size_t e = dag.successor_begin(v); e < dag.successor_begin(v + 1); ++e) {
       const std::size_t w = dag.edge_to(e);
-      if (is_critical[w] && finish[v] >= finish[w] - time[w] - tolerance_s) active.push_back({3 * n + e, 0, kUnbounded});
+      if (is_critical[w] && finish[v] >= finish[w] - time[w] - tolerance_s) {
+        active.push_back({3 * n + e, 0, kUnbounded});
+      }
     }
   }
   const MinCut cut = cut_solver.solve(active);
@@ -422,8 +424,9 @@ void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::sp
       if (k == at[w]) continue;
       // Only paths through w grow, and none past the makespan; u's own leave it as it was.
       const double new_makespan = std::max(latest_finish, start_w + to_w[k].time_s + new_tail[w]);
-      const double energy = sum_effective - candidates_of[u][at[u]].effective_energy_j + candidates_of[u][at[u] - 1].effective_energy_j -
-                            to_w[at[w]].effective_energy_j + to_w[k].effective_energy_j + idle_power_w * new_makespan;
+      const double energy = sum_effective - candidates_of[u][at[u]].effective_energy_j +
+                            candidates_of[u][at[u] - 1].effective_energy_j - to_w[at[w]].effective_energy_j +
+                            to_w[k].effective_energy_j + idle_power_w * new_makespan;
       exchanges.push_back({u, static_cast<std::uint16_t>(candidates_of[u][at[u] - 1].option), new_makespan, energy,
                            {{w, static_cast<std::uint16_t>(to_w[k].option)}}});
     }
