@@ -139,6 +139,30 @@ RC_GTEST_PROP(FrontierSolver, LocalSearchOffersEveryMoveThatCanPay, ()) {
   }
 }
 
+// The slower moves' bound: per node and candidate, the least over that candidate and every slower
+// one of effective energy plus the stages' idle power times the time, and one of them attains it.
+RC_GTEST_PROP(FrontierSolver, LeastEnergyFromIsTheLeastOverTheSlowerCandidates, ()) {
+  const auto [table, schedule] = random_small_pipeline();
+  const double p = *rc::gen::element(0.0, 30.0, 60.0);
+  FrontierSolver solver(table, schedule, {.p_blocking_w = p, .unit_time_s = 1e-3});
+  const auto candidates = solver.candidates();
+  const auto least = solver.least_energy_from();
+  RC_ASSERT(least.size() == solver.dag().num_nodes());
+  const double idle_power_w = p * table.num_stages();
+  for (std::size_t v = 0; v < least.size(); ++v) {
+    RC_ASSERT(least[v].size() == candidates[v].size());
+    for (std::size_t k = 0; k < least[v].size(); ++k) {
+      bool attained = false;
+      for (std::size_t j = k; j < candidates[v].size(); ++j) {
+        const double cost = candidates[v][j].effective_energy_j + idle_power_w * candidates[v][j].time_s;
+        RC_ASSERT(least[v][k] <= cost);
+        attained = attained || least[v][k] == cost;
+      }
+      RC_ASSERT(attained);
+    }
+  }
+}
+
 // Wide moves, brute force: each carries its true time and energy; every move of one instruction up to
 // `reach` candidates either way is dominated by the plan or a returned move; and so is every move
 // neighbours() offers with the cut move (wide moves are a superset).

@@ -131,6 +131,11 @@ class FrontierSolver {
   std::size_t candidate_index(std::size_t node, std::size_t option) const {
     return node_cost_[node]->candidate_of(option);
   }
+  // Per node, per candidate k: the least, over candidates k and slower, of effective energy plus
+  // every stage's idle power (P_blocking times the stages) times the candidate's time. A plan with
+  // the node at any of them pays at least that for it and the time it spans: the local search's
+  // bound on slower moves.
+  std::span<const std::span<const double>> least_energy_from() const { return least_energy_from_of_; }
   const SolverOptions& options() const { return options_; }
   int num_stages() const { return table_.num_stages(); }
 
@@ -211,6 +216,8 @@ class FrontierSolver {
   // plan the local search expands (through cost_of_ and costs it took 22 M more instructions on
   // GPT-3 8 x 48).
   std::vector<const OperationCost*> node_cost_;
+  std::vector<std::vector<double>> least_energy_from_;  // per cost of the first model
+  std::vector<std::span<const double>> least_energy_from_of_;  // per node: least_energy_from_[cost_of_[v]]
   std::vector<long> durations_;
   long makespan_ = 0;
   bool started_ = false, finished_ = false, refined_ = false, force_cut_ = true;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <cmath>
 
 #include "kareus/core/error.hpp"
@@ -105,6 +106,20 @@ FrontierSolver::FrontierSolver(const OptionTable& table, const schedule::Pipelin
   build_model(stats_.unit.unit_time_s);
   first_model_ = &models_.front();
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) node_cost_.push_back(&first_model_->costs[cost_of_[v]]);
+  const double idle_power_w = options_.p_blocking_w * table_.num_stages();
+  for (const OperationCost& cost : first_model_->costs) {
+    const std::span<const Candidate> candidates = cost.options();
+    std::vector<double> least(candidates.size());
+    double so_far = std::numeric_limits<double>::infinity();
+    for (std::size_t k = candidates.size(); k-- > 0;) {
+      so_far = std::min(so_far, candidates[k].effective_energy_j + idle_power_w * candidates[k].time_s);
+      least[k] = so_far;
+    }
+    least_energy_from_.push_back(std::move(least));
+  }
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    least_energy_from_of_.emplace_back(least_energy_from_[cost_of_[v]]);
+  }
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
     durations_.push_back(model().costs[cost_of_[v]].max_units());
   }
