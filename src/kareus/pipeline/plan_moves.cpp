@@ -48,6 +48,8 @@ struct Scratch {
   // queued and those whose finish or tail changed.
   std::vector<std::size_t> position, queue, finish_changed, tail_changed, partners;
   std::vector<std::uint8_t> queued;
+  // Each node's slack and how much longer its next slower candidate runs (infinite at its slowest).
+  std::vector<double> slack, slower_by;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -389,6 +391,13 @@ void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::sp
   for (std::size_t k = 0; k < n; ++k) s.position[order[k]] = k;
   s.queued.assign(n, 0);
   const double tolerance_s = 1e-12 * makespan;
+  s.slack.resize(n);
+  s.slower_by.resize(n);
+  for (std::size_t w = 0; w < n; ++w) {
+    s.slack[w] = makespan - s.finish[w] - s.tail[w];
+    s.slower_by[w] = at[w] + 1 < candidates_of[w].size() ? candidates_of[w][at[w] + 1].time_s - time[w]
+                                                          : std::numeric_limits<double>::infinity();
+  }
   std::vector<std::size_t>& partners = s.partners;
   for (std::size_t u = 0; u < n; ++u) {
     if (is_bottleneck[u] || at[u] == 0) continue;
@@ -399,10 +408,7 @@ void exchange_moves(const schedule::InstructionDag& dag, std::span<const std::sp
     partners.clear();
     std::size_t finish_until = 0, tail_from = n;
     auto consider = [&](std::size_t w, bool successor) {
-      const std::span<const Candidate> to_w = candidates_of[w];
-      if (w == u || at[w] + 1 >= to_w.size()) return;
-      const double slack_w = makespan - s.finish[w] - s.tail[w];
-      if (to_w[at[w] + 1].time_s - time[w] > slack_w + saving + tolerance_s) return;
+      if (w == u || s.slower_by[w] > s.slack[w] + saving + tolerance_s) return;
       partners.push_back(w);
       if (successor) finish_until = std::max(finish_until, s.position[w]);
       else tail_from = std::min(tail_from, s.position[w]);
