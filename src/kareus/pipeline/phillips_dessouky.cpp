@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <cmath>
+#include <limits>
 
 #include "kareus/core/error.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
