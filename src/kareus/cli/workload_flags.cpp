@@ -177,13 +177,12 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
   std::map<std::string, std::string> from_config;  // workload key -> its key in the config file
   if (!f.config.empty()) from_config = read_config(flags, extra_keys, f, config_layers, out.extra);
 
-  // An unknown model or GPU name is refused where the name came from: the config file's key or the
-  // flag (a file that does not read is named by the file itself).
+  // A model or GPU that does not load is refused where its name came from, the config file's key or
+  // the flag; a file the name points to that is missing or bad stays named after it in the message.
   auto named = [&](const std::string& key, auto load) {
     try {
       return load();
     } catch (const InputError& e) {
-      if (!e.location().file.empty()) throw;
       const auto it = from_config.find(key);
       const InputLocation where = it != from_config.end() ? InputLocation{f.config, 0, 0, it->second}
                                                           : InputLocation{"", 0, 0, "--" + key};
