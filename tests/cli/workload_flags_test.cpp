@@ -1,5 +1,5 @@
-// resolve_workload names where a model or GPU that does not load came from: the config file's key,
-// or the flag (fuzz findings: `gpu: a100-sx?4-40gb` in a job file was refused naming neither, and
+// resolve_workload names where a model, GPU or engine that does not load came from: the config
+// file's key, or the flag (fuzz findings: `gpu: a100-sx?4-40gb` in a job file was refused naming neither, and
 // so was `gpu: a05/x`, a path to no file).
 #include "kareus/cli/workload_flags.hpp"
 
@@ -41,6 +41,9 @@ TEST(WorkloadFlags, AnUnknownNameIsRefusedWhereItCameFrom) {
   from_flags.gpu = "a100-sxm4-40gb";
   from_flags.model = "llama-9";
   EXPECT_THAT(refusal(from_flags), HasSubstr("field '--model': unknown model 'llama-9'"));
+  from_flags.model = "llama-3.2-3b";
+  from_flags.engine = "pytorch-9";
+  EXPECT_THAT(refusal(from_flags), HasSubstr("field '--engine': unknown engine 'pytorch-9'"));
 }
 
 TEST(WorkloadFlags, AFileTheNamePointsToIsNamedBesideWhereTheNameCameFrom) {

@@ -46,7 +46,7 @@ struct HwFlags {
 // The engine measured plans are evaluated under: the same instruction-level host side for every plan.
 planner::PlannerOptions plan_options(const HwFlags& flags) {
   planner::PlannerOptions options;
-  options.engine = engine::load_engine(flags.engine);
+  options.engine = load_engine_flag(flags.engine);
   return options;
 }
 
@@ -411,7 +411,7 @@ int run_fit_engine(const HwFlags& flags) {
     throw InputError({"", 0, 0, "--engine-trace"},
                      "fits an engine file; --base-gpu, --profile, --plans and --partitions fit a GPU file: run them apart");
   }
-  const engine::TraceFit fit = engine::fit_engine_trace(engine::load_engine(flags.engine), flags.engine_trace);
+  const engine::TraceFit fit = engine::fit_engine_trace(load_engine_flag(flags.engine), flags.engine_trace);
   engine::EngineSpec out = fit.engine;
   if (!flags.name.empty()) out.name = flags.name;
   if (!flags.display_name.empty()) out.display_name = flags.display_name;
@@ -420,7 +420,7 @@ int run_fit_engine(const HwFlags& flags) {
   fmt::print("Fitted {} host cost(s) of engine {} to {} ({} top-level CPU ops, {:.2f} us of host time each)\n",
              fit.fitted.size(), flags.engine, flags.engine_trace, fit.top_level_ops, fit.host_s_per_top_level_op * 1e6);
   fmt::print("{:<20} {:>6} {:>11} {:>11} {:>11} {:>11}\n", "cost", "spans", "base_us", "fitted_us", "min_us", "max_us");
-  const engine::EngineSpec base = engine::load_engine(flags.engine);
+  const engine::EngineSpec base = load_engine_flag(flags.engine);
   for (const engine::HostCostField& f : engine::host_cost_fields()) {
     auto it = fit.fitted.find(std::string(f.key));
     if (it == fit.fitted.end()) continue;

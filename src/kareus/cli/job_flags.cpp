@@ -9,7 +9,7 @@ ResolvedJobs resolve_jobs(const WorkloadFlags& flags, const std::vector<std::str
     reject_workload_flags(flags, fixing_flag);
     out.gpu = hardware::load_gpu_preset(flags.gpu);
     if (flags.power_limit_w) out.gpu = hardware::with_power_limit(std::move(out.gpu), *flags.power_limit_w, "--power-limit");
-    out.engine = engine::load_engine(flags.engine);
+    out.engine = load_engine_flag(flags.engine);
     for (const std::string& name : presets) out.jobs.push_back(planner::evaluation_config(name));
     return out;
   }

@@ -48,7 +48,7 @@ struct AlignedRun {
 
 // The engine the plan's times were composed under, unless --engine overrides it.
 engine::EngineSpec simulated_engine(const SimulateFlags& flags, const plan::Plan& plan) {
-  if (flags.engine) return engine::load_engine(*flags.engine);
+  if (flags.engine) return load_engine_flag(*flags.engine);
   if (plan.source.is_object() && plan.source.contains("engine") && plan.source["engine"].is_string()) {
     return engine::load_engine(plan.source["engine"].get<std::string>());
   }

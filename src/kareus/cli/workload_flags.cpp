@@ -33,6 +33,22 @@ std::string normalized(std::string key) {
   return key;
 }
 
+// Runs `load`, a model, GPU or engine loaded by the name that `flag` takes and a setting gave; a
+// refusal is rethrown at `where`, the setting (a config file's key or the flag), without the flag's
+// name where the loader put it, and with the file the name points to, if missing or bad, named in
+// the message.
+template <typename Load>
+auto loaded_at(const std::string& flag, const InputLocation& where, Load load) {
+  try {
+    return load();
+  } catch (const InputError& e) {
+    if (e.location().file == where.file && e.location().field == where.field) throw;
+    std::string what = e.what();
+    if (const std::string named = "field '" + flag + "': "; what.starts_with(named)) what.erase(0, named.size());
+    throw InputError(where, what);
+  }
+}
+
 }  // namespace
 
 void add_workload_flags(CLI::App& cmd, WorkloadFlags& f) {
@@ -77,6 +93,10 @@ void add_engine_flag(CLI::App& cmd, std::string& engine) {
                  "(megatron-te-eager: the Kareus artifact's eager PyTorch, as its plans were measured; cuda-graphs; "
                  "kareus-executor)")
       ->capture_default_str();
+}
+
+engine::EngineSpec load_engine_flag(std::string_view value) {
+  return loaded_at("--engine", {"", 0, 0, "--engine"}, [&] { return engine::load_engine(value); });
 }
 
 void reject_workload_flags(const WorkloadFlags& flags, std::string_view fixing_flag) {
@@ -177,25 +197,15 @@ ResolvedWorkload resolve_workload(const WorkloadFlags& flags,
   std::map<std::string, std::string> from_config;  // workload key -> its key in the config file
   if (!f.config.empty()) from_config = read_config(flags, extra_keys, f, config_layers, out.extra);
 
-  // A model or GPU that does not load is refused where its name came from, the config file's key or
-  // the flag; a file the name points to that is missing or bad stays named after it in the message.
-  auto named = [&](const std::string& key, auto load) {
-    try {
-      return load();
-    } catch (const InputError& e) {
-      const auto it = from_config.find(key);
-      const InputLocation where = it != from_config.end() ? InputLocation{f.config, 0, 0, it->second}
-                                                          : InputLocation{"", 0, 0, "--" + key};
-      if (e.location().file == where.file && e.location().field == where.field) throw;
-      std::string what = e.what();
-      if (const std::string flag = "field '--" + key + "': "; what.starts_with(flag)) what.erase(0, flag.size());
-      throw InputError(where, what);
-    }
+  // Where the model's and the GPU's names came from: the config file's key, else the flag.
+  auto setting = [&](const std::string& key) {
+    const auto it = from_config.find(key);
+    return it != from_config.end() ? InputLocation{f.config, 0, 0, it->second} : InputLocation{"", 0, 0, "--" + key};
   };
-  out.model = named("model", [&] { return workload::load_model(f.model); });
-  out.gpu = named("gpu", [&] { return hardware::load_gpu(f.gpu); });
+  out.model = loaded_at("--model", setting("model"), [&] { return workload::load_model(f.model); });
+  out.gpu = loaded_at("--gpu", setting("gpu"), [&] { return hardware::load_gpu(f.gpu); });
   if (f.power_limit_w) out.gpu = hardware::with_power_limit(std::move(out.gpu), *f.power_limit_w, "--power-limit");
-  out.engine = engine::load_engine(f.engine);
+  out.engine = load_engine_flag(f.engine);
   workload::ParallelConfig p;
   p.tp = f.tp;
   p.cp = f.cp;

@@ -43,6 +43,8 @@ void add_workload_flags(CLI::App& cmd, WorkloadFlags& flags);
 // --engine NAME|FILE, for the commands whose figures an instruction's host side changes (plan,
 // compare, evaluate, search, hw check); resolve_workload loads it (default engine::kDefaultEngine).
 void add_engine_flag(CLI::App& cmd, std::string& engine);
+// The engine --engine names (a preset or a file); a refusal names the flag.
+engine::EngineSpec load_engine_flag(std::string_view value);
 
 // For commands where `fixing_flag` (e.g. "--preset") names the whole workload: InputError naming
 // the first workload flag or --config that was given too. --gpu stays free: it picks the device.
