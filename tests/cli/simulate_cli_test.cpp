@@ -109,6 +109,12 @@ TEST_F(SimulateCli, PrintsTheThreeAlignmentsUnderThePlansEngine) {
   EXPECT_FALSE(idle.contains("alignments"));
 
   expect_one_line_error(run("simulate --plan " + plan + " --alignment nope"), "--alignment");
+  expect_one_line_error(run("simulate --plan " + plan + " --engine nope"), "field '--engine': unknown engine 'nope'");
+  // An engine the plan names that does not load is refused naming the plan file's field.
+  nlohmann::json doc = nlohmann::json::parse(slurp(plan));
+  doc["source"]["engine"] = "nope";
+  const std::string renamed = write("renamed-engine.json", doc.dump());
+  expect_one_line_error(run("simulate --plan " + renamed), renamed + ": field 'source.engine': unknown engine 'nope'");
   expect_one_line_error(run("simulate --plan " + plan + " --host-lead 0"), "--host-lead");
 }
 

@@ -50,7 +50,11 @@ struct AlignedRun {
 engine::EngineSpec simulated_engine(const SimulateFlags& flags, const plan::Plan& plan) {
   if (flags.engine) return load_engine_flag(*flags.engine);
   if (plan.source.is_object() && plan.source.contains("engine") && plan.source["engine"].is_string()) {
-    return engine::load_engine(plan.source["engine"].get<std::string>());
+    try {
+      return engine::load_engine(plan.source["engine"].get<std::string>());
+    } catch (const InputError& e) {  // named where the name came from, as --engine's refusals are
+      throw InputError({flags.plan, 0, 0, "source.engine"}, e.what());
+    }
   }
   return engine::load_engine(engine::kDefaultEngine);
 }
