@@ -1,6 +1,7 @@
 #include "kareus/search/measurement.hpp"
 
 #include <array>
+#include <cmath>
 #include <utility>
 
 namespace kareus::search {
@@ -32,6 +33,11 @@ std::optional<PickPass> parse_pick_pass(std::string_view text) {
     if (name == text) return p;
   }
   return std::nullopt;
+}
+
+double effective_energy_relative_sd(double sigma, double time_s, double effective_energy_j, double static_power_w) {
+  const double static_energy = static_power_w * time_s;
+  return sigma * std::hypot(effective_energy_j + static_energy, static_energy) / std::abs(effective_energy_j);
 }
 
 }  // namespace kareus::search

@@ -59,4 +59,10 @@ struct Measurement {
   std::optional<Prediction> predicted;
 };
 
+// The relative standard deviation of a measured effective energy E − P·t when the time and the
+// energy each scatter by the relative `sigma`, independently (as a timer's and a power meter's errors
+// do, and as the noisy evaluator draws them): sigma·√(E² + (P·t)²) / |E − P·t|, above sigma by as
+// much as static power is of the energy. Here E = effective + P·t.
+double effective_energy_relative_sd(double sigma, double time_s, double effective_energy_j, double static_power_w);
+
 }  // namespace kareus::search

@@ -108,14 +108,17 @@ ProposalBatch RandomStrategy::propose(const SearchState& state, std::size_t max_
 namespace {
 
 // The surrogates' fit: the clock's additive term where there is a collective (otherwise the clock
-// is the only feature), and the measurement noise as a floor on the fitted noise.
+// is the only feature), and the measurement noise as a floor on the fitted noise. `relative_sd`
+// is each training target's relative standard deviation (empty: no known noise).
 GpFitOptions surrogate_fit_options(const MoboOptions& options, const KnobSpace& space, const Eigen::VectorXd& y,
-                                   bool log_scale) {
+                                   const Eigen::VectorXd& relative_sd, bool log_scale) {
   GpFitOptions fit = options.gp;
   if (options.additive_clock && space.has_collective()) fit.additive_feature = 0;
-  const double sigma = options.measurement_noise;
-  // A relative noise sigma is sigma² in log units; on the linear scale, about (sigma · mean)².
-  if (sigma > 0) fit.noise_floor = log_scale ? sigma * sigma : std::pow(sigma * y.array().abs().mean(), 2);
+  // A relative sd s is s² in log units; on the linear scale, (s · y)². The GP's noise is one
+  // variance for all points: their mean.
+  if (relative_sd.size() > 0) {
+    fit.noise_floor = log_scale ? relative_sd.array().square().mean() : (relative_sd.array() * y.array()).square().mean();
+  }
   return fit;
 }
 
@@ -127,19 +130,33 @@ struct TrainingSet {
   Eigen::MatrixXd x;
   Eigen::VectorXd time, energy;
   bool log_time = false, log_energy = false;
+  Eigen::VectorXd time_sd, energy_sd;  // relative; empty without measurement noise
 };
-// `row_of(r)` gives row r's knob index in `space` and its measurement.
+// `row_of(r)` gives row r's knob index in `space` and its measurement; `sigma` is the relative
+// measurement noise (0: none known).
 template <typename RowOf>
-TrainingSet training_set(const KnobSpace& space, std::size_t rows, bool log_targets, RowOf row_of) {
+TrainingSet training_set(const KnobSpace& space, std::size_t rows, bool log_targets, double sigma,
+                         double static_power_w, RowOf row_of) {
   const Eigen::MatrixXd& features = space.features();
-  TrainingSet set{Eigen::MatrixXd(static_cast<Eigen::Index>(rows), features.cols()),
-                  Eigen::VectorXd(static_cast<Eigen::Index>(rows)), Eigen::VectorXd(static_cast<Eigen::Index>(rows))};
+  const auto n = static_cast<Eigen::Index>(rows);
+  TrainingSet set;
+  set.x.resize(n, features.cols());
+  set.time.resize(n);
+  set.energy.resize(n);
   for (std::size_t r = 0; r < rows; ++r) {
     const auto row = static_cast<Eigen::Index>(r);
     const auto [knob, measurement] = row_of(r);
     set.x.row(row) = features.row(static_cast<Eigen::Index>(knob));
     set.time(row) = measurement.time_s;
     set.energy(row) = measurement.effective_energy_j;
+  }
+  if (sigma > 0) {
+    set.time_sd = Eigen::VectorXd::Constant(n, sigma);
+    set.energy_sd.resize(n);
+    // Capped at 1 (a measurement that says nothing): an effective energy near 0 has no relative sd.
+    for (Eigen::Index r = 0; r < n; ++r) {
+      set.energy_sd(r) = std::min(1.0, effective_energy_relative_sd(sigma, set.time(r), set.energy(r), static_power_w));
+    }
   }
   set.log_time = log_targets && (set.time.array() > 0).all();
   set.log_energy = log_targets && (set.energy.array() > 0).all();
@@ -157,13 +174,14 @@ GpPrediction predict_on_scale(const GaussianProcess& gp, const Eigen::MatrixXd& 
 std::vector<Measurement> posterior_estimates(const KnobSpace& space, std::vector<Measurement> measured,
                                              double static_power_w, const MoboOptions& options) {
   if (measured.empty() || !(options.measurement_noise > 0)) return measured;
-  const TrainingSet set = training_set(space, measured.size(), options.log_targets, [&](std::size_t r) {
+  const TrainingSet set = training_set(space, measured.size(), options.log_targets, options.measurement_noise,
+                                       static_power_w, [&](std::size_t r) {
     return std::pair<std::size_t, const Measurement&>(*space.index_of(measured[r].knob), measured[r]);
   });
   const GaussianProcess time = GaussianProcess::fit(set.x, on_scale(set.time, set.log_time),
-                                                    surrogate_fit_options(options, space, set.time, set.log_time));
+                                                    surrogate_fit_options(options, space, set.time, set.time_sd, set.log_time));
   const GaussianProcess energy = GaussianProcess::fit(set.x, on_scale(set.energy, set.log_energy),
-                                                      surrogate_fit_options(options, space, set.energy, set.log_energy));
+                                                      surrogate_fit_options(options, space, set.energy, set.energy_sd, set.log_energy));
   const GpPrediction time_at = predict_on_scale(time, set.x, set.log_time);
   const GpPrediction energy_at = predict_on_scale(energy, set.x, set.log_energy);
   for (std::size_t r = 0; r < measured.size(); ++r) {
@@ -217,14 +235,15 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
   }
 
   // Fit the two surrogates on the measured knobs (ascending index: order-independent).
-  const TrainingSet set = training_set(space, measured.size(), options_.log_targets, [&](std::size_t r) {
+  const TrainingSet set = training_set(space, measured.size(), options_.log_targets, options_.measurement_noise,
+                                       state.static_power_w(), [&](std::size_t r) {
     return std::pair<std::size_t, const Measurement&>(measured[r], state.measurement(measured[r]));
   });
   const Eigen::MatrixXd& x = set.x;
   const bool log_time = set.log_time, log_energy = set.log_energy;
   const double sigma = options_.measurement_noise;
-  GpFitOptions time_fit = surrogate_fit_options(options_, space, set.time, log_time);
-  GpFitOptions energy_fit = surrogate_fit_options(options_, space, set.energy, log_energy);
+  GpFitOptions time_fit = surrogate_fit_options(options_, space, set.time, set.time_sd, log_time);
+  GpFitOptions energy_fit = surrogate_fit_options(options_, space, set.energy, set.energy_sd, log_energy);
   // Each batch starts from the last one's fit, unless the model switched scale (a non-positive
   // observation appeared).
   if (time_model_ && log_time == time_log_) time_fit.warm_start = time_model_->hyperparameters();
