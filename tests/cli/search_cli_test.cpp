@@ -129,6 +129,30 @@ TEST_F(SearchCli, MeasurementNoiseDefaultsToTheSimulatedNoiseAndCanBeOverridden)
   EXPECT_FALSE(std::filesystem::exists(dir_ / "bad"));
 }
 
+// By default each knob is measured once; --remeasure 3 lets MOBO measure knobs of its front again,
+// each a journal line that says so, the summary counting them; below 1 is bad input.
+TEST_F(SearchCli, RemeasureCapsTheMeasurementsOfOneKnob) {
+  const std::string args = "--partition fwd_mlp --budget 60 --batch 6 --seed 3 --serial --noise 0.02" + kSmall;
+  auto again = [&](const std::string& sub, const std::string& extra) {
+    CliResult r = search(args + extra + " --out " + path(sub));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto summary = nlohmann::json::parse(slurp(dir_ / sub / "summary.json"));
+    const auto& part = summary["partitions"]["fwd_mlp"];
+    std::istringstream journal(slurp(dir_ / sub / "fwd_mlp.journal.jsonl"));
+    std::string line;
+    std::getline(journal, line);  // the header
+    std::size_t repeats = 0;
+    while (std::getline(journal, line)) repeats += nlohmann::json::parse(line).contains("repeat") ? 1 : 0;
+    EXPECT_EQ(part["measured_again"].get<std::size_t>(), repeats);
+    EXPECT_EQ(part["measurements"].get<std::size_t>(), part["measured_knobs"].get<std::size_t>() + repeats);
+    return repeats;
+  };
+  EXPECT_EQ(again("once", ""), 0u);
+  EXPECT_GT(again("thrice", " --remeasure 3"), 0u);
+  expect_one_line_error(search(args + " --remeasure 0 --out " + path("bad")), "--remeasure");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "bad"));
+}
+
 TEST_F(SearchCli, ExhaustiveMeasuresTheWholeGridOfEveryPartition) {
   CliResult r = search("--partition all --mode exhaustive --clocks 1350:1410:60 --sms 12:24:12 --budget 100000 --out " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;

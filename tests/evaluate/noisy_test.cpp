@@ -1,10 +1,12 @@
-// Seeded measurement noise: off means the model's own numbers; on, the same knob always gets the
-// same draw (any thread, any order), and over many knobs the relative scatter is sigma, centred.
+// Seeded measurement noise: off means the model's own numbers; on, the same measurement always
+// gets the same draw (any thread, any order), over many knobs, or many repetitions of one, the
+// relative scatter is sigma, centred; a knob measured again draws afresh, a model answers the same.
 #include "kareus/evaluate/noisy.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/simulated.hpp"
@@ -74,6 +76,38 @@ TEST(Noise, ScatterIsSigmaCentredAndIndependent) {
   EXPECT_NEAR(std::sqrt(see / n), 0.02, 0.002);
   EXPECT_NEAR(ste / n / (0.02 * 0.02), 0, 0.1);
   EXPECT_EQ(same, 0);
+}
+
+// A knob measured again: repetition 0 is the first measurement's draw; each repetition after it
+// an independent one, scattered by sigma around 1; through the evaluator as through the factors.
+// A deterministic model answers every repetition alike.
+TEST(Noise, EachRepetitionOfAKnobIsItsOwnDrawAndTheFirstIsTheKnobs) {
+  const NoiseOptions o{0.02, 5};
+  const auto& p = workload::find_partition(world().parts, "bwd_mlp");
+  const workload::Knob k{1200, 12, "linear_0"};
+  Evaluator noisy = make_noisy_evaluator(make_simulated_evaluator(world().gpu), o);
+  const Evaluator plain = make_simulated_evaluator(world().gpu);
+  const EvalResult truth = plain.evaluate(p, k);
+  EXPECT_EQ(noisy.evaluate(p, k, 0).time_s, noisy.evaluate(p, k).time_s);
+  EXPECT_EQ(noise_factors(o, p, k, 0).time, noise_factors(o, p, k).time);
+  double n = 0, st = 0, stt = 0, see = 0, ste = 0;
+  std::set<double> draws;
+  for (int r = 1; r <= 4000; ++r) {
+    const NoiseFactors f = noise_factors(o, p, k, r);
+    const EvalResult m = noisy.evaluate(p, k, r);
+    EXPECT_DOUBLE_EQ(m.time_s, truth.time_s * f.time);
+    EXPECT_DOUBLE_EQ(m.energy_j, truth.energy_j * f.energy);
+    EXPECT_EQ(plain.evaluate(p, k, r).time_s, truth.time_s);
+    const double dt = f.time - 1, de = f.energy - 1;
+    n += 1, st += dt, stt += dt * dt, see += de * de, ste += dt * de;
+    draws.insert(f.time);
+  }
+  EXPECT_EQ(draws.size(), 4000u);
+  EXPECT_EQ(draws.count(noise_factors(o, p, k).time), 0u);
+  EXPECT_NEAR(st / n, 0, 3 * 0.02 / std::sqrt(n));
+  EXPECT_NEAR(std::sqrt(stt / n), 0.02, 0.0015);
+  EXPECT_NEAR(std::sqrt(see / n), 0.02, 0.0015);
+  EXPECT_NEAR(ste / n / (0.02 * 0.02), 0, 0.1);
 }
 
 }  // namespace

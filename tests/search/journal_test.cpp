@@ -61,6 +61,7 @@ void expect_same(const Measurement& a, const Measurement& b) {
   }
   EXPECT_EQ(a.pass, b.pass);
   EXPECT_EQ(a.batch, b.batch);
+  EXPECT_EQ(a.repeat, b.repeat);
   EXPECT_EQ(a.predicted, b.predicted);
 }
 
@@ -93,6 +94,21 @@ TEST_F(JournalTest, MeasurementLinesRoundTripWithTheArtifactsFieldNames) {
   EXPECT_THROW(decode_measurement("not json", "test"), InputError);
 }
 
+// A knob measured again says so ("repeat": n); a first measurement's line is as it always was.
+TEST_F(JournalTest, AMeasurementAgainIsRecordedAsARepeat) {
+  Measurement m = sample(3);
+  EXPECT_FALSE(nlohmann::json::parse(encode_measurement(m)).contains("repeat"));
+  m.repeat = 2;
+  const std::string line = encode_measurement(m);
+  EXPECT_EQ(nlohmann::json::parse(line)["repeat"], 2);
+  expect_same(m, decode_measurement(line, "test"));
+  nlohmann::json bad = nlohmann::json::parse(line);
+  bad["repeat"] = -1;
+  EXPECT_THROW(decode_measurement(bad.dump(), "test"), InputError);
+  bad["repeat"] = 1.5;
+  EXPECT_THROW(decode_measurement(bad.dump(), "test"), InputError);
+}
+
 TEST_F(JournalTest, CreatesThenResumes) {
   {
     Journal j = Journal::open(path_, header());
@@ -109,7 +125,7 @@ TEST_F(JournalTest, CreatesThenResumes) {
 }
 
 // An artifact's eval_results.jsonl resumes as a journal: its records are measurements (slots in
-// our names), new successes are appended as artifact records, failures are not written, and a
+// our names), new successes are appended as artifact records, failures and repeats are not written, and a
 // torn last record is dropped; the file stays a log the artifact reads.
 TEST_F(JournalTest, AnArtifactLogResumesAndGrowsInItsOwnForm) {
   std::filesystem::create_directories(dir_ / "fwd_mlp");
@@ -132,6 +148,8 @@ TEST_F(JournalTest, AnArtifactLogResumesAndGrowsInItsOwnForm) {
     m.knob = {1230, 6, "act_0"};
     j.append(m);
     j.append(sample(2, false));
+    m.repeat = 1;  // the artifact keeps a knob's first record only
+    j.append(m);
   }
   const std::string text = read_text_file(log);
   EXPECT_EQ(text.rfind(records, 0), 0u) << "the log's records stay as they were";
@@ -352,7 +370,7 @@ TEST_F(JournalTest, SigkillLosesAtMostTheMeasurementInFlight) {
         int fd = ::open(calls.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
         Journal journal = Journal::open(path_, header());
         ExhaustiveStrategy strategy(8);
-        MeasureFn measure = [&](const Knob& k) {
+        MeasureFn measure = [&](const Knob& k, int) {
           std::this_thread::sleep_for(std::chrono::microseconds(300));
           TimeEnergy r = part(k);
           std::string line = fmt::format("{} {} {}\n", k.freq_mhz, k.sms, k.slot);
@@ -395,7 +413,7 @@ TEST_F(JournalTest, SigkillLosesAtMostTheMeasurementInFlight) {
     std::size_t remeasured = 0;
     Journal journal = Journal::open(path_, header());
     ExhaustiveStrategy strategy(8);
-    MeasureFn measure = [&](const Knob& k) {
+    MeasureFn measure = [&](const Knob& k, int) {
       remeasured += journaled.count(*space.index_of(k));
       return part(k);
     };

@@ -24,7 +24,7 @@ using testing::SyntheticPartition;
 using testing::synthetic_space;
 
 MeasureFn measure_of(const SyntheticPartition& p) {
-  return [p](const Knob& k) { return p(k); };
+  return [p](const Knob& k, int) { return p(k); };
 }
 
 std::vector<TimeEnergy> real_points(const std::vector<Measurement>& ms) {
@@ -129,7 +129,7 @@ TEST(Search, FailuresAreRecordedAndNotRetriedForever) {
   KnobSpace space = KnobSpace::make({900, 1200, 1410}, {6, 12}, {"norm_0", "linear_0"}, 20);
   const Knob bad_nan{1200, 6, "norm_0"}, bad_throw{1410, 12, "linear_0"};
   std::map<Knob, int> calls;
-  MeasureFn measure = [&](const Knob& k) -> TimeEnergy {
+  MeasureFn measure = [&](const Knob& k, int) -> TimeEnergy {
     ++calls[k];
     if (k == bad_nan) return {std::nan(""), 1.0};
     if (k == bad_throw) throw DeviceError("clock change refused");
@@ -162,7 +162,7 @@ TEST(Search, FailuresAreRecordedAndNotRetriedForever) {
 TEST(Search, InputErrorsFromTheMeasuringFunctionAbortTheSearch) {
   KnobSpace space = KnobSpace::make({900}, {6}, {"norm_0"}, 20);
   ExhaustiveStrategy strategy;
-  MeasureFn measure = [](const Knob&) -> TimeEnergy { throw InputError("knob not in the partition's space"); };
+  MeasureFn measure = [](const Knob&, int) -> TimeEnergy { throw InputError("knob not in the partition's space"); };
   EXPECT_THROW(run_search(space, strategy, measure, false, nullptr, testing::options(5, 0)), InputError);
 }
 
@@ -173,7 +173,7 @@ TEST(Search, ResumingMeasuresNoKnobTwice) {
   std::filesystem::remove_all(dir);
   JournalHeader header{nlohmann::json{{"model", "synthetic"}}, "fwd_attn", "test"};
   std::map<Knob, int> calls;
-  MeasureFn measure = [&](const Knob& k) {
+  MeasureFn measure = [&](const Knob& k, int) {
     ++calls[k];
     return part(k);
   };
@@ -257,7 +257,7 @@ TEST(Search, MoboWithoutNoiseChoosesAsBeforeItModelledNoise) {
 
 // Measurements scattered by a seeded relative noise, as a GPU's repeated measurements of a knob are.
 MeasureFn noisy_measure_of(const SyntheticPartition& p, double sigma, std::uint64_t seed) {
-  return [p, sigma, seed](const Knob& k) {
+  return [p, sigma, seed](const Knob& k, int) {
     Rng rng(seed ^ (static_cast<std::uint64_t>(k.freq_mhz) * 1000003u + static_cast<std::uint64_t>(k.sms) * 7919u +
                     std::hash<std::string>{}(k.slot)));
     auto normal = [&rng] { return std::sqrt(-2 * std::log(1 - rng.uniform())) * std::cos(2 * M_PI * rng.uniform()); };

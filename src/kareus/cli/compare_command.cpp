@@ -35,7 +35,8 @@ struct CompareFlags {
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
   PartitionSearchFlags search = {
-      .mode = "exhaustive", .budget = std::nullopt, .seed = 0, .measurement_noise = std::nullopt};
+      .mode = "exhaustive", .budget = std::nullopt, .seed = 0, .measurement_noise = std::nullopt,
+      .remeasure = std::nullopt};
   std::string out = "kareus-compare";
   double overhead = 1.0;
   ScheduleFlags schedule;

@@ -34,7 +34,8 @@ struct PlanFlags {
   std::string evaluator = "sim";
   evaluate::NoiseOptions noise;
   PartitionSearchFlags search = {
-      .mode = "exhaustive", .budget = std::nullopt, .seed = 0, .measurement_noise = std::nullopt};
+      .mode = "exhaustive", .budget = std::nullopt, .seed = 0, .measurement_noise = std::nullopt,
+      .remeasure = std::nullopt};
   std::string target = "max-throughput";
   std::string out = "kareus-out";
   double overhead = 1.0;

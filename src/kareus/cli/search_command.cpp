@@ -1,6 +1,8 @@
 // `kareus search`: each partition's time–energy frontier over its knobs (SM clock, SMs for the
 // collective, launch slot), by multi-pass MOBO or exhaustively, resumable from a journal.
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -143,6 +145,8 @@ nlohmann::ordered_json partition_json(const search::PartitionSearchResult& r, st
           {"budget", r.budget},
           {"measurements", r.outcome.measurements.size()},
           {"measured_knobs", r.successful.size()},
+          {"measured_again", std::count_if(r.outcome.measurements.begin(), r.outcome.measurements.end(),
+                                           [](const search::Measurement& m) { return m.ok && m.repeat > 0; })},
           {"measured_this_run", r.outcome.measured_now},
           {"failed", r.failed},
           {"stop", std::string(search::to_string(r.outcome.stop))},

@@ -14,6 +14,10 @@ void add_search_flags(CLI::App& cmd, PartitionSearchFlags& flags, const SearchFl
                  "Relative scatter of one measurement that MOBO models, e.g. 0.01 for a GPU whose repeated "
                  "measurements of a knob scatter by 1% (default: the simulated GPU's --noise, else 0: "
                  "measurements taken as exact)");
+  cmd.add_option("--remeasure", flags.remeasure,
+                 "Measurements of one knob at most under --measurement-noise: MOBO may measure a knob of its "
+                 "front again where that promises more than a new knob, each counted in the budget (default 1: "
+                 "each knob once; a table of measurements holds one each)");
 }
 
 void apply_search_flags(const PartitionSearchFlags& flags, const evaluate::NoiseOptions& simulated_noise,
@@ -33,6 +37,10 @@ void apply_search_flags(const PartitionSearchFlags& flags, const evaluate::Noise
                      fmt::format("expected a relative standard deviation in [0, 0.5), got {}",
                                  options.measurement_noise));
   }
+  if (flags.remeasure && *flags.remeasure < 1) {
+    throw InputError({"", 0, 0, "--remeasure"}, fmt::format("a knob is measured at least once, got {}", *flags.remeasure));
+  }
+  if (flags.remeasure) options.max_measurements_per_knob = *flags.remeasure;
 }
 
 double modelled_noise(const PartitionSearchFlags& flags, const evaluate::NoiseOptions& simulated_noise) {

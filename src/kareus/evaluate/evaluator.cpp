@@ -56,13 +56,13 @@ Evaluator::Evaluator(std::unique_ptr<EvaluatorImpl> impl) : impl_(std::move(impl
 Evaluator::Evaluator(Evaluator&& other) noexcept
     : impl_(std::move(other.impl_)), calls_(other.calls()), failures_(other.failures()) {}
 
-EvalResult Evaluator::evaluate(const workload::Partition& partition,
-                               const workload::Knob& knob) const {
+EvalResult Evaluator::evaluate(const workload::Partition& partition, const workload::Knob& knob,
+                               int repetition) const {
   check_knob(impl_->gpu(), partition, knob);
   calls_.fetch_add(1, std::memory_order_relaxed);
   EvalResult result;
   try {
-    result = impl_->evaluate(partition, knob);
+    result = repetition > 0 ? impl_->evaluate_again(partition, knob, repetition) : impl_->evaluate(partition, knob);
   } catch (const InputError&) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     throw;

@@ -71,6 +71,13 @@ class EvaluatorImpl {
   virtual const hardware::GpuSpec& gpu() const = 0;
   virtual EvalResult evaluate(const workload::Partition& partition,
                               const workload::Knob& knob) const = 0;
+  // The `repetition`-th measurement of the same knob again (≥ 1): a device measures afresh, which
+  // is what evaluate() does; an evaluator whose scatter is drawn (NoisyEvaluator) draws anew.
+  virtual EvalResult evaluate_again(const workload::Partition& partition, const workload::Knob& knob,
+                                    int repetition) const {
+    (void)repetition;
+    return evaluate(partition, knob);
+  }
   // The knobs of `partition` it can answer, when that is a finite set it holds (a table of
   // measurements: its samples); nullopt when it can cost any knob of the space (a model, a GPU).
   // A search then measures only these: asking a table for anything else wastes its budget.
@@ -87,8 +94,9 @@ class Evaluator {
 
   // Checks the knob (InputError naming the field when it is outside the partition's space), calls
   // the implementation, and turns an exception other than InputError or EnvironmentError, or a
-  // non-finite or negative result, into a kFailed result.
-  EvalResult evaluate(const workload::Partition& partition, const workload::Knob& knob) const;
+  // non-finite or negative result, into a kFailed result. `repetition` > 0: the knob's
+  // repetition-th measurement after its first (EvaluatorImpl::evaluate_again).
+  EvalResult evaluate(const workload::Partition& partition, const workload::Knob& knob, int repetition = 0) const;
 
   std::string name() const { return impl_->name(); }
   Provenance provenance() const { return impl_->provenance(); }

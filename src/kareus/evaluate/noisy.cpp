@@ -31,13 +31,15 @@ double unit(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5)
 }  // namespace
 
 NoiseFactors noise_factors(const NoiseOptions& options, const workload::Partition& partition,
-                           const workload::Knob& knob) {
+                           const workload::Knob& knob, int repetition) {
   if (options.sigma <= 0) return {};
   std::uint64_t h = mix(options.seed);
   h = hash_text(h, partition.key);
   h = mix(h ^ static_cast<std::uint64_t>(std::llround(knob.freq_mhz * 1000)));
   h = mix(h ^ static_cast<std::uint64_t>(knob.sms));
   h = hash_text(h, knob.slot);
+  // The first measurement's draw is the hash of the knob alone.
+  if (repetition > 0) h = mix(h ^ (0xd6e8feb86659fd93ULL * static_cast<std::uint64_t>(repetition)));
   // Box–Muller: two independent standard normals from two uniforms.
   const double u1 = unit(mix(h ^ 1)), u2 = unit(mix(h ^ 2));
   const double r = std::sqrt(-2 * std::log(u1));
@@ -62,9 +64,14 @@ NoisyEvaluator::NoisyEvaluator(Evaluator inner, NoiseOptions options) : inner_(s
 std::string NoisyEvaluator::name() const { return inner_.name() + "+" + describe_noise(options_); }
 
 EvalResult NoisyEvaluator::evaluate(const workload::Partition& partition, const workload::Knob& knob) const {
+  return evaluate_again(partition, knob, 0);
+}
+
+EvalResult NoisyEvaluator::evaluate_again(const workload::Partition& partition, const workload::Knob& knob,
+                                          int repetition) const {
   EvalResult r = inner_.evaluate(partition, knob);
   if (!r.ok()) return r;
-  const NoiseFactors f = noise_factors(options_, partition, knob);
+  const NoiseFactors f = noise_factors(options_, partition, knob, repetition);
   r.time_s *= f.time;
   r.energy_j *= f.energy;
   return r;

@@ -3,9 +3,10 @@
 // noise-free model values is tested on an easier problem than a GPU poses. NoisyEvaluator wraps
 // an evaluator and multiplies its time and its energy each by (1 + sigma * z), z standard normal.
 //
-// z is drawn from a hash of (seed, partition key, knob), not from a shared stream: the same knob
-// gets the same noise on any thread and in any call order (a search run twice is byte-identical),
-// and different knobs, partitions or seeds get independent draws. Every output names the noise
+// z is drawn from a hash of (seed, partition key, knob, repetition), not from a shared stream: the
+// same measurement gets the same noise on any thread and in any call order (a search run twice is
+// byte-identical), and different knobs, partitions, seeds or repetitions of one knob (a search
+// measuring a knob again) get independent draws. Every output names the noise
 // (name() is e.g. "simulated+noise(1%, seed 0)").
 //
 // Thread-safety: as the wrapped evaluator; this layer holds no mutable state.
@@ -24,14 +25,14 @@ struct NoiseOptions {
   std::uint64_t seed = 0;
 };
 
-// The noise factors (1 + sigma * z) for time and energy of one (partition, knob): independent
-// standard normals z from a hash of the seed, the key and the knob; clamped at 0.5 so that a rare
-// draw never turns a cost negative.
+// The noise factors (1 + sigma * z) for time and energy of one (partition, knob) measured for the
+// `repetition`-th time after its first: independent standard normals z from a hash of the seed, the
+// key, the knob and the repetition; clamped at 0.5 so that a rare draw never turns a cost negative.
 struct NoiseFactors {
   double time = 1, energy = 1;
 };
 NoiseFactors noise_factors(const NoiseOptions& options, const workload::Partition& partition,
-                           const workload::Knob& knob);
+                           const workload::Knob& knob, int repetition = 0);
 
 // InputError naming --noise unless 0 <= sigma < 0.5.
 void check_noise(const NoiseOptions& options);
@@ -48,6 +49,8 @@ class NoisyEvaluator final : public EvaluatorImpl {
   bool thread_safe() const override { return inner_.thread_safe(); }
   const hardware::GpuSpec& gpu() const override { return inner_.gpu(); }
   EvalResult evaluate(const workload::Partition& partition, const workload::Knob& knob) const override;
+  EvalResult evaluate_again(const workload::Partition& partition, const workload::Knob& knob,
+                            int repetition) const override;
 
   const NoiseOptions& options() const { return options_; }
   const Evaluator& inner() const { return inner_; }

@@ -261,15 +261,17 @@ class BatchState {
 };
 
 // Greedy pass: `count` picks, each the untaken candidate with the highest positive score (ties to
-// the lower index). Returns how many places it could not fill.
+// the lower index), among the new ones only unless `with_again`. Returns how many places it could
+// not fill.
 template <typename Score>
-std::size_t greedy(BatchState& s, std::size_t count, PickPass pass, Score score, bool need_positive) {
+std::size_t greedy(BatchState& s, std::size_t count, PickPass pass, Score score, bool need_positive,
+                   const std::vector<bool>& again, bool with_again) {
   for (std::size_t k = 0; k < count; ++k) {
     if (s.full()) return 0;
     double best = -1;
     std::size_t best_i = s.size();
     for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s.taken(i)) continue;
+      if (s.taken(i) || (!with_again && !again.empty() && again[i])) continue;
       double v = score(i);
       if (best_i == s.size() || v > best) best = v, best_i = i;
     }
@@ -282,37 +284,41 @@ std::size_t greedy(BatchState& s, std::size_t count, PickPass pass, Score score,
 }  // namespace
 
 BatchPlan plan_batch(std::span<const Observed> observed, const GpPrediction& time, const GpPrediction& effective,
-                     const BatchOptions& options) {
+                     const BatchOptions& options, const std::vector<bool>& again) {
   BatchState s(observed, time, effective, options);
+  KAREUS_CHECK(again.empty() || again.size() == s.size(), "one again flag per candidate");
   if (s.size() == 0 || options.batch_size == 0) return {};
   double best_start = 0;
   for (std::size_t i = 0; i < s.size(); ++i) best_start = std::max(best_start, s.hvi_real(i));
   s.plan().predicted_improvement = best_start / s.observed_hv_real();
 
   const auto counts = pass_counts(options.batch_size, options.shares);
+  auto pass = [&](std::size_t count, PickPass name, auto score, bool need_positive, bool with_again) {
+    return greedy(s, count, name, score, need_positive, again, with_again);
+  };
   std::size_t shortfall = 0;
-  shortfall += greedy(s, counts[0], PickPass::kHvReal, [&](std::size_t i) { return s.hvi_real(i); }, true);
-  shortfall += greedy(s, counts[1], PickPass::kHvEffective, [&](std::size_t i) { return s.hvi_eff(i); }, true);
+  shortfall += pass(counts[0], PickPass::kHvReal, [&](std::size_t i) { return s.hvi_real(i); }, true, true);
+  shortfall += pass(counts[1], PickPass::kHvEffective, [&](std::size_t i) { return s.hvi_eff(i); }, true, true);
   // Fastest predicted: the largest expected gain on the fastest time known. (The lowest mean is
   // no help when many knobs share a time floor, a collective's time at its bandwidth limit: the
   // pass would fill with knobs no faster than one already measured.)
   // When no candidate has a chance (the gain underflows to 0), the lowest mean.
-  shortfall += greedy(s, counts[2], PickPass::kFastest, [&](std::size_t i) {
+  shortfall += pass(counts[2], PickPass::kFastest, [&](std::size_t i) {
     const double gain = s.expected_speedup(i);
     return gain > 0 ? gain : -s.mu_t(i);
-  }, false);
+  }, false, false);
   // Most uncertain among the candidates that may still improve either front; among all when too
   // few may.
-  shortfall += greedy(s, counts[3], PickPass::kUncertain, [&](std::size_t i) { return s.frontier_uncertainty(i); }, false);
+  shortfall += pass(counts[3], PickPass::kUncertain, [&](std::size_t i) { return s.frontier_uncertainty(i); }, false, false);
   // Back-fill by the better improvement, at growing optimism while no candidate improves: a
   // candidate one or two sds of luck away from the front is a better bet than the most uncertain
   // knob of the grid, typically a slow corner no front will ever reach.
   std::size_t left = shortfall;
   for (double optimism : {options.optimism, 1.0, 2.0, 3.0}) {
     if (optimism < options.optimism) continue;
-    left = greedy(s, left, PickPass::kBackfill, [&](std::size_t i) { return s.best_improvement(i, optimism); }, true);
+    left = pass(left, PickPass::kBackfill, [&](std::size_t i) { return s.best_improvement(i, optimism); }, true, true);
   }
-  greedy(s, left, PickPass::kBackfill, [&](std::size_t i) { return s.frontier_uncertainty(i); }, false);
+  pass(left, PickPass::kBackfill, [&](std::size_t i) { return s.frontier_uncertainty(i); }, false, false);
   return std::move(s.plan());
 }
 

@@ -14,6 +14,10 @@
 // strongly correlated with the pick, so that later picks spread out instead of piling onto one
 // configuration. Ties go to the lower candidate index: the same inputs give the same batch.
 //
+// A candidate already measured (a measurement again, under noise) is scored by the same rule, at
+// its posterior: it wins a place where its uncertainty reaches further into the front than a new
+// knob's promise.
+//
 // Thread-safety: pure functions.
 // Example:
 //   BatchOptions o;  o.batch_size = 8;  o.static_power_w = 85;
@@ -83,8 +87,10 @@ struct BatchPlan {
 
 // Chooses up to options.batch_size candidates (fewer only when there are fewer). `time` and
 // `effective` predict the same candidates, row for row; `observed` holds the successful
-// measurements so far (at least one).
+// measurements so far (at least one). `again` (empty, or one flag per candidate) marks the
+// candidates already measured: they compete in the improvement passes and their back-fill only,
+// since the fastest and the uncertainty passes look for knobs the front has not seen.
 BatchPlan plan_batch(std::span<const Observed> observed, const GpPrediction& time, const GpPrediction& effective,
-                     const BatchOptions& options);
+                     const BatchOptions& options, const std::vector<bool>& again = {});
 
 }  // namespace kareus::search

@@ -205,6 +205,7 @@ std::string encode_measurement(const Measurement& m) {
   }
   doc["pass"] = to_string(m.pass);
   doc["batch"] = m.batch;
+  if (m.repeat > 0) doc["repeat"] = m.repeat;
   if (m.predicted) {
     const Prediction& p = *m.predicted;
     doc["predicted"] = {{"time_s", p.time_s},
@@ -260,6 +261,8 @@ Measurement decode_measurement(const std::string& line, const std::string& where
     if (!pass) throw InputError(where + ": unknown pass '" + doc.value("pass", "") + "'");
     m.pass = *pass;
     m.batch = int_field(doc, "batch", where, 0);
+    m.repeat = int_field(doc, "repeat", where, 0);
+    if (m.repeat < 0) throw InputError(where + ": repeat must be 0 or more");
     auto p = doc.find("predicted");
     if (p != doc.end() && p->is_object()) {
       m.predicted = Prediction{p->at("time_s").get<double>(),         p->at("time_sd_s").get<double>(),
@@ -446,8 +449,10 @@ std::vector<Measurement> Journal::measurements() const {
 }
 
 void Journal::append(const Measurement& m) {
-  // An artifact log holds measurements only; a failure stays in memory (and is retried next run).
-  std::string line = artifact_log_ ? (m.ok ? encode_artifact_record(m) + "\n" : "") : encode_measurement(m) + "\n";
+  // An artifact log holds one measurement per knob (the artifact keeps a knob's first record): a
+  // failure or a repeat stays in memory (a failure is retried next run).
+  std::string line =
+      artifact_log_ ? (m.ok && m.repeat == 0 ? encode_artifact_record(m) + "\n" : "") : encode_measurement(m) + "\n";
   std::lock_guard lock(*mutex_);
   KAREUS_CHECK(fd_ >= 0, "append to a closed journal");
   if (!line.empty()) write_all(fd_, line, path_);

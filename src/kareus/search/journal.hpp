@@ -13,15 +13,17 @@
 //                                                           lets the collective run to completion)
 //   sm             SMs given to the collective            = Knob::sms
 //   block          threads per block of the collective    = 1024, the artifact's fixed value
-// and add time_s, energy_j, effective_energy_j, status ("ok" | "failed"), error, pass, batch and
+// and add time_s, energy_j, effective_energy_j, status ("ok" | "failed"), error, pass, batch,
+// repeat (only on a knob measured again: its n-th measurement after the first) and
 // predicted {time_s, time_sd_s, energy_j, energy_sd_j, effective_energy_j, effective_energy_sd_j}.
 //
 // A journal may also be a Kareus artifact's eval_results.jsonl (its lines are artifact records,
 // with no header): opening it resumes from its records (read as evaluate/artifact_tree.hpp reads
 // them; unusable ones are left out and counted), and appends new successful measurements in the
 // artifact's own record form (freq, overlap_start in its slot names, overlap_end, sm, block,
-// time_s, energy_j), so that both tools can go on from the file. Such a log names no workload or
-// evaluator; a partition directory that names another partition is refused.
+// time_s, energy_j), so that both tools can go on from the file. The artifact keeps a knob's first
+// record only, so a repeated measurement is kept in memory there, not appended. Such a log names
+// no workload or evaluator; a partition directory that names another partition is refused.
 //
 // Thread-safety: append() may be called from several threads; the rest is single-threaded.
 // Example:

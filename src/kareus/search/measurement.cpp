@@ -35,6 +35,13 @@ std::optional<PickPass> parse_pick_pass(std::string_view text) {
   return std::nullopt;
 }
 
+void average_in(Measurement& mean, const Measurement& m, int n) {
+  const double weight = 1.0 / n;
+  mean.time_s += (m.time_s - mean.time_s) * weight;
+  mean.energy_j += (m.energy_j - mean.energy_j) * weight;
+  mean.effective_energy_j += (m.effective_energy_j - mean.effective_energy_j) * weight;
+}
+
 double effective_energy_relative_sd(double sigma, double time_s, double effective_energy_j, double static_power_w) {
   const double static_energy = static_power_w * time_s;
   return sigma * std::hypot(effective_energy_j + static_energy, static_energy) / std::abs(effective_energy_j);

@@ -56,8 +56,16 @@ struct Measurement {
   std::string error;  // why the measurement failed (ok = false)
   PickPass pass = PickPass::kInitial;
   int batch = 0;  // 0 = initial design
+  // 0: the knob's first successful measurement (or an attempt at it); n ≥ 1: the n-th measurement
+  // of an already measured knob again, which a search under noise chooses to take (its journal
+  // line says "repeat": n).
+  int repeat = 0;
   std::optional<Prediction> predicted;
 };
+
+// Folds `m`, the n-th successful measurement of a knob (n ≥ 2), into `mean`, the mean of its first
+// n − 1: time, energy and effective energy become the mean of all n; the rest stays the first's.
+void average_in(Measurement& mean, const Measurement& m, int n);
 
 // The relative standard deviation of a measured effective energy E − P·t when the time and the
 // energy each scatter by the relative `sigma`, independently (as a timer's and a power meter's errors

@@ -150,6 +150,11 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
   p.mobo.initial.cover_configurations = options.cover_configurations;
   p.mobo.stop_threshold = options.stop_threshold;
   p.mobo.measurement_noise = options.measurement_noise;
+  p.mobo.max_measurements_per_knob = options.max_measurements_per_knob;
+  if (p.mobo.max_measurements_per_knob < 1) throw InputError({"", 0, 0, "--remeasure"}, "a knob is measured at least once");
+  if (known && p.mobo.max_measurements_per_knob > 1) {
+    throw InputError({"", 0, 0, "--remeasure"}, "a table holds one sample of each knob: measuring one again reads the same");
+  }
   if (options.mode == SearchMode::kMobo) p.initial_design_size = p.space.initial_design_size(p.mobo.initial);
   const std::size_t space_size = p.space.available_count();
   const auto fifteen_percent = static_cast<std::size_t>(std::ceil(0.15 * static_cast<double>(space_size)));
@@ -183,8 +188,8 @@ PreparedSearch prepare_search(const workload::Partition& partition, const hardwa
 }
 
 MeasureFn measure_with(const evaluate::Evaluator& evaluator, const workload::Partition& partition) {
-  return [&evaluator, &partition](const Knob& knob) {
-    evaluate::EvalResult r = evaluator.evaluate(partition, knob);
+  return [&evaluator, &partition](const Knob& knob, int repetition) {
+    evaluate::EvalResult r = evaluator.evaluate(partition, knob, repetition);
     if (!r.ok()) throw DeviceError(fmt::format("{}: {}", evaluate::to_string(r.status), r.message));
     return TimeEnergy{r.time_s, r.energy_j};
   };
@@ -243,17 +248,22 @@ PartitionSearchResult run_prepared_search(const PreparedSearch& prepared, const 
   r.budget = prepared.budget;
   r.outcome = run_search(prepared.space, *strategy, measure_with(evaluator, partition), evaluator.thread_safe(),
                          journal ? &*journal : nullptr, options, progress);
-  r.successful = successful(prepared.space, r.outcome.measurements);
   // Grid order, not completion order: the outputs do not depend on how measurements interleaved.
-  std::sort(r.successful.begin(), r.successful.end(), [&](const Measurement& a, const Measurement& b) {
+  std::vector<Measurement> observations;
+  for (const Measurement& m : r.outcome.measurements) {
+    r.failed += m.ok ? 0 : 1;
+    if (!m.ok || !prepared.space.index_of(m.knob)) continue;
+    observations.push_back(m);
+    observations.back().effective_energy_j = m.energy_j - options.static_power_w * m.time_s;
+  }
+  std::stable_sort(observations.begin(), observations.end(), [&](const Measurement& a, const Measurement& b) {
     return *prepared.space.index_of(a.knob) < *prepared.space.index_of(b.knob);
   });
-  for (Measurement& m : r.successful) m.effective_energy_j = m.energy_j - options.static_power_w * m.time_s;
-  for (const Measurement& m : r.outcome.measurements) r.failed += m.ok ? 0 : 1;
+  r.successful = successful(prepared.space, observations);
   // Exhaustive search keeps its measurements: a surrogate of the whole grid would cost more than
   // the grid's frontier gains from it.
   r.estimated = prepared.options.mode == SearchMode::kMobo
-                    ? posterior_estimates(prepared.space, r.successful, options.static_power_w, prepared.mobo)
+                    ? posterior_estimates(prepared.space, observations, options.static_power_w, prepared.mobo)
                     : r.successful;
   r.frontier = real_frontier(r.estimated);
   r.effective_frontier = effective_frontier(r.estimated);

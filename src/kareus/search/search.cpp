@@ -12,11 +12,13 @@
 namespace kareus::search {
 namespace {
 
-Measurement measure_one(const KnobSpace& space, const Proposal& p, const MeasureFn& measure, double static_power_w) {
+Measurement measure_one(const KnobSpace& space, const Proposal& p, int repeat, const MeasureFn& measure,
+                        double static_power_w) {
   Measurement m;
   m.knob = space.knob(p.knob);
   m.pass = p.pass;
   m.batch = p.batch;
+  m.repeat = repeat;
   m.predicted = p.predicted;
   auto fail = [&](std::string why) {
     m.ok = false;
@@ -24,7 +26,7 @@ Measurement measure_one(const KnobSpace& space, const Proposal& p, const Measure
     m.error = std::move(why);
   };
   try {
-    TimeEnergy r = measure(m.knob);
+    TimeEnergy r = measure(m.knob, repeat);
     if (!std::isfinite(r.time_s) || !std::isfinite(r.energy_j) || r.time_s < 0 || r.energy_j < 0) {
       fail(fmt::format("non-finite or negative result (time {} s, energy {} J)", r.time_s, r.energy_j));
     } else {
@@ -45,19 +47,6 @@ Measurement measure_one(const KnobSpace& space, const Proposal& p, const Measure
 }
 
 }  // namespace
-
-std::vector<Measurement> successful(const KnobSpace& space, const std::vector<Measurement>& measurements) {
-  std::vector<bool> seen(space.size(), false);
-  std::vector<Measurement> out;
-  for (const Measurement& m : measurements) {
-    if (!m.ok) continue;
-    auto i = space.index_of(m.knob);
-    if (!i || seen[*i]) continue;
-    seen[*i] = true;
-    out.push_back(m);
-  }
-  return out;
-}
 
 FrontierHypervolume frontier_hypervolume(const std::vector<TimeEnergy>& points) {
   FrontierHypervolume out;
@@ -106,8 +95,14 @@ SearchOutcome run_search(const KnobSpace& space, Strategy& strategy, const Measu
       break;
     }
     KAREUS_CHECK(batch.proposals.size() <= left, "a strategy proposed more knobs than the budget allows");
+    std::vector<int> repeat;  // each proposal's measurements so far: its repetition
+    std::vector<bool> proposed(space.size(), false);
     for (const Proposal& p : batch.proposals) {
-      KAREUS_CHECK(p.knob < space.size() && state.is_eligible(p.knob), "a strategy proposed an ineligible knob");
+      KAREUS_CHECK(p.knob < space.size() && (state.is_eligible(p.knob) || state.may_measure_again(p.knob)) &&
+                       !proposed[p.knob],
+                   "a strategy proposed an ineligible knob, or one knob twice");
+      proposed[p.knob] = true;
+      repeat.push_back(state.is_measured(p.knob) ? state.successes(p.knob) : 0);
     }
     auto record = [&](const Measurement& m) {
       std::lock_guard lock(mutex);
@@ -120,10 +115,12 @@ SearchOutcome run_search(const KnobSpace& space, Strategy& strategy, const Measu
     };
     if (concurrent_measure && options.parallel && batch.proposals.size() > 1) {
       parallel_for(std::size_t{0}, batch.proposals.size(), [&](std::size_t k) {
-        record(measure_one(space, batch.proposals[k], measure, options.static_power_w));
+        record(measure_one(space, batch.proposals[k], repeat[k], measure, options.static_power_w));
       });
     } else {
-      for (const Proposal& p : batch.proposals) record(measure_one(space, p, measure, options.static_power_w));
+      for (std::size_t k = 0; k < batch.proposals.size(); ++k) {
+        record(measure_one(space, batch.proposals[k], repeat[k], measure, options.static_power_w));
+      }
     }
   }
   outcome.measurements = std::move(all);

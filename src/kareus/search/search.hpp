@@ -23,10 +23,12 @@
 
 namespace kareus::search {
 
-// Measures one knob: (time_s, energy_j). A failure is an exception (DeviceError or any standard
-// exception other than InputError/InternalError, which abort the search) or a non-finite or
-// negative result; it is recorded as failed.
-using MeasureFn = std::function<TimeEnergy(const Knob&)>;
+// Measures one knob: (time_s, energy_j). `repetition` is 0 for a knob's first measurement and n
+// for its n-th measurement again (a device simply measures again; a drawn noise draws anew). A
+// failure is an exception (DeviceError or any standard exception other than
+// InputError/InternalError, which abort the search) or a non-finite or negative result; it is
+// recorded as failed.
+using MeasureFn = std::function<TimeEnergy(const Knob&, int repetition)>;
 
 struct SearchOptions {
   std::size_t budget = 0;  // measurements of this partition in all, the journal's included
@@ -53,9 +55,6 @@ struct SearchOutcome {
 SearchOutcome run_search(const KnobSpace& space, Strategy& strategy, const MeasureFn& measure, bool concurrent_measure,
                          Journal* journal, const SearchOptions& options,
                          const std::function<void(const SearchProgress&)>& progress = {});
-
-// The successful measurements among `measurements` that lie in `space`, one per knob (the first).
-std::vector<Measurement> successful(const KnobSpace& space, const std::vector<Measurement>& measurements);
 
 // Hypervolume of a measured set in (real energy, time) against the reference point (max time,
 // max energy) of the same set: what `kareus search` reports. Zero for an empty set.

@@ -26,6 +26,7 @@ SearchState::SearchState(const KnobSpace& space, double static_power_w, int max_
       static_power_w_(static_power_w),
       max_failures_(std::max(1, max_failures)),
       ok_(space.size()),
+      observations_(space.size()),
       failures_(space.size(), 0),
       failed_this_run_(space.size(), false) {}
 
@@ -35,10 +36,13 @@ void SearchState::add(const Measurement& m) {
   std::optional<std::size_t> i = space_->index_of(m.knob);
   if (!i) return;
   if (m.ok) {
+    Measurement copy = m;
+    copy.effective_energy_j = m.energy_j - static_power_w_ * m.time_s;
+    observations_[*i].push_back(copy);
     if (!ok_[*i]) {
-      Measurement copy = m;
-      copy.effective_energy_j = m.energy_j - static_power_w_ * m.time_s;
       ok_[*i] = std::move(copy);
+    } else {
+      average_in(*ok_[*i], copy, successes(*i));
     }
   } else {
     ++failures_[*i];
@@ -58,6 +62,10 @@ bool SearchState::is_eligible(std::size_t i) const {
   return space_->available(i) && !ok_[i] && failures_[i] < max_failures_ && !failed_this_run_[i];
 }
 
+bool SearchState::may_measure_again(std::size_t i) const {
+  return space_->available(i) && ok_[i].has_value() && !failed_this_run_[i];
+}
+
 std::size_t SearchState::eligible_count() const {
   std::size_t n = 0;
   for (std::size_t i = 0; i < ok_.size(); ++i) n += is_eligible(i) ? 1 : 0;
@@ -73,6 +81,26 @@ std::vector<TimeEnergy> SearchState::real_points() const {
 std::vector<TimeEnergy> SearchState::effective_points() const {
   std::vector<TimeEnergy> out;
   for (std::size_t i : measured()) out.push_back({ok_[i]->time_s, ok_[i]->effective_energy_j});
+  return out;
+}
+
+std::vector<Measurement> successful(const KnobSpace& space, const std::vector<Measurement>& measurements) {
+  std::vector<std::optional<std::size_t>> row_of(space.size());
+  std::vector<int> count;
+  std::vector<Measurement> out;
+  for (const Measurement& m : measurements) {
+    if (!m.ok) continue;
+    auto i = space.index_of(m.knob);
+    if (!i) continue;
+    if (!row_of[*i]) {
+      row_of[*i] = out.size();
+      out.push_back(m);
+      out.back().repeat = 0;
+      count.push_back(1);
+    } else {
+      average_in(out[*row_of[*i]], m, ++count[*row_of[*i]]);
+    }
+  }
   return out;
 }
 
@@ -163,6 +191,13 @@ TrainingSet training_set(const KnobSpace& space, std::size_t rows, bool log_targ
   return set;
 }
 
+// The rows of `features` at `knobs`, in that order.
+Eigen::MatrixXd rows_of(const Eigen::MatrixXd& features, const std::vector<std::size_t>& knobs) {
+  Eigen::MatrixXd out(static_cast<Eigen::Index>(knobs.size()), features.cols());
+  for (std::size_t r = 0; r < knobs.size(); ++r) out.row(static_cast<Eigen::Index>(r)) = features.row(static_cast<Eigen::Index>(knobs[r]));
+  return out;
+}
+
 // Predictions in the target's own units, whatever scale the model was fitted on.
 GpPrediction predict_on_scale(const GaussianProcess& gp, const Eigen::MatrixXd& points, bool log_scale) {
   GpPrediction p = gp.predict(points);
@@ -171,26 +206,34 @@ GpPrediction predict_on_scale(const GaussianProcess& gp, const Eigen::MatrixXd& 
 
 }  // namespace
 
-std::vector<Measurement> posterior_estimates(const KnobSpace& space, std::vector<Measurement> measured,
+std::vector<Measurement> posterior_estimates(const KnobSpace& space, const std::vector<Measurement>& observations,
                                              double static_power_w, const MoboOptions& options) {
-  if (measured.empty() || !(options.measurement_noise > 0)) return measured;
-  const TrainingSet set = training_set(space, measured.size(), options.log_targets, options.measurement_noise,
+  std::vector<Measurement> estimated = successful(space, observations);
+  if (estimated.empty() || !(options.measurement_noise > 0)) return estimated;
+  std::vector<const Measurement*> rows;
+  for (const Measurement& m : observations) {
+    if (m.ok && space.index_of(m.knob)) rows.push_back(&m);
+  }
+  const TrainingSet set = training_set(space, rows.size(), options.log_targets, options.measurement_noise,
                                        static_power_w, [&](std::size_t r) {
-    return std::pair<std::size_t, const Measurement&>(*space.index_of(measured[r].knob), measured[r]);
+    return std::pair<std::size_t, const Measurement&>(*space.index_of(rows[r]->knob), *rows[r]);
   });
   const GaussianProcess time = GaussianProcess::fit(set.x, on_scale(set.time, set.log_time),
                                                     surrogate_fit_options(options, space, set.time, set.time_sd, set.log_time));
   const GaussianProcess energy = GaussianProcess::fit(set.x, on_scale(set.energy, set.log_energy),
                                                       surrogate_fit_options(options, space, set.energy, set.energy_sd, set.log_energy));
-  const GpPrediction time_at = predict_on_scale(time, set.x, set.log_time);
-  const GpPrediction energy_at = predict_on_scale(energy, set.x, set.log_energy);
-  for (std::size_t r = 0; r < measured.size(); ++r) {
+  std::vector<std::size_t> knobs;
+  for (const Measurement& m : estimated) knobs.push_back(*space.index_of(m.knob));
+  const Eigen::MatrixXd at = rows_of(space.features(), knobs);
+  const GpPrediction time_at = predict_on_scale(time, at, set.log_time);
+  const GpPrediction energy_at = predict_on_scale(energy, at, set.log_energy);
+  for (std::size_t r = 0; r < estimated.size(); ++r) {
     const auto row = static_cast<Eigen::Index>(r);
-    measured[r].time_s = time_at.mean(row);
-    measured[r].effective_energy_j = energy_at.mean(row);
-    measured[r].energy_j = measured[r].effective_energy_j + static_power_w * measured[r].time_s;
+    estimated[r].time_s = time_at.mean(row);
+    estimated[r].effective_energy_j = energy_at.mean(row);
+    estimated[r].energy_j = estimated[r].effective_energy_j + static_power_w * estimated[r].time_s;
   }
-  return measured;
+  return estimated;
 }
 
 MoboStrategy::MoboStrategy(MoboOptions options) : options_(std::move(options)) {
@@ -198,6 +241,9 @@ MoboStrategy::MoboStrategy(MoboOptions options) : options_(std::move(options)) {
   if (!(options_.measurement_noise >= 0 && options_.measurement_noise < 0.5)) {
     throw InputError({"", 0, 0, "--measurement-noise"},
                      "the measurement noise must be a relative standard deviation in [0, 0.5)");
+  }
+  if (options_.max_measurements_per_knob < 1) {
+    throw InputError({"", 0, 0, "--remeasure"}, "a knob is measured at least once");
   }
 }
 
@@ -227,21 +273,30 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
     if (state.is_eligible(i)) candidates.push_back(i);
   }
   const int batch = std::max(1, state.next_batch());
-  const std::size_t count = std::min({max_count, options_.batch_size, candidates.size()});
   if (measured.empty()) {
     // Nothing succeeded yet (everything failed): no model to ask; take the grid in order.
+    const std::size_t count = std::min({max_count, options_.batch_size, candidates.size()});
     for (std::size_t k = 0; k < count; ++k) out.proposals.push_back({candidates[k], PickPass::kUncertain, std::nullopt, batch});
     return out;
   }
+  const double sigma = options_.measurement_noise;
 
-  // Fit the two surrogates on the measured knobs (ascending index: order-independent).
-  const TrainingSet set = training_set(space, measured.size(), options_.log_targets, options_.measurement_noise,
-                                       state.static_power_w(), [&](std::size_t r) {
-    return std::pair<std::size_t, const Measurement&>(measured[r], state.measurement(measured[r]));
+  // Fit the two surrogates (ascending index: order-independent): under noise on every
+  // measurement, a knob measured again once per measurement; else on each knob's mean.
+  std::vector<const Measurement*> rows;
+  for (std::size_t i : measured) {
+    if (sigma > 0) {
+      for (const Measurement& m : state.observations(i)) rows.push_back(&m);
+    } else {
+      rows.push_back(&state.measurement(i));
+    }
+  }
+  const TrainingSet set = training_set(space, rows.size(), options_.log_targets, sigma, state.static_power_w(),
+                                       [&](std::size_t r) {
+    return std::pair<std::size_t, const Measurement&>(*space.index_of(rows[r]->knob), *rows[r]);
   });
   const Eigen::MatrixXd& x = set.x;
   const bool log_time = set.log_time, log_energy = set.log_energy;
-  const double sigma = options_.measurement_noise;
   GpFitOptions time_fit = surrogate_fit_options(options_, space, set.time, set.time_sd, log_time);
   GpFitOptions energy_fit = surrogate_fit_options(options_, space, set.energy, set.energy_sd, log_energy);
   // Each batch starts from the last one's fit, unless the model switched scale (a non-positive
@@ -253,23 +308,41 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
   time_model_ = GaussianProcess::fit(x, on_scale(set.time, log_time), time_fit);
   energy_model_ = GaussianProcess::fit(x, on_scale(set.energy, log_energy), energy_fit);
 
-  const Eigen::MatrixXd& features = space.features();
-  Eigen::MatrixXd xc(static_cast<Eigen::Index>(candidates.size()), features.cols());
-  for (std::size_t r = 0; r < candidates.size(); ++r) {
-    xc.row(static_cast<Eigen::Index>(r)) = features.row(static_cast<Eigen::Index>(candidates[r]));
-  }
-  const GpPrediction time_pred = predict_on_scale(*time_model_, xc, log_time);
-  const GpPrediction energy_pred = predict_on_scale(*energy_model_, xc, log_energy);
   std::vector<Observed> observed;
   if (sigma > 0) {
-    const GpPrediction time_at = predict_on_scale(*time_model_, x, log_time);
-    const GpPrediction energy_at = predict_on_scale(*energy_model_, x, log_energy);
-    for (Eigen::Index r = 0; r < x.rows(); ++r) observed.push_back({time_at.mean(r), energy_at.mean(r)});
+    const Eigen::MatrixXd xm = rows_of(space.features(), measured);
+    const GpPrediction time_at = predict_on_scale(*time_model_, xm, log_time);
+    const GpPrediction energy_at = predict_on_scale(*energy_model_, xm, log_energy);
+    for (Eigen::Index r = 0; r < xm.rows(); ++r) observed.push_back({time_at.mean(r), energy_at.mean(r)});
   } else {
     for (std::size_t i : measured) {
       observed.push_back({state.measurement(i).time_s, state.measurement(i).effective_energy_j});
     }
   }
+  // The knobs on the posterior fronts may be measured again (after the new ones): where a
+  // measurement's scatter decides what the front holds.
+  std::vector<bool> again(candidates.size(), false);
+  if (sigma > 0 && options_.max_measurements_per_knob > 1) {
+    std::vector<TimeEnergy> real, effective;
+    for (const Observed& o : observed) {
+      real.push_back({o.time_s, o.effective_energy_j + state.static_power_w() * o.time_s});
+      effective.push_back({o.time_s, o.effective_energy_j});
+    }
+    std::vector<bool> on_front(measured.size(), false);
+    for (std::size_t r : pareto_indices(real)) on_front[r] = true;
+    for (std::size_t r : pareto_indices(effective)) on_front[r] = true;
+    for (std::size_t r = 0; r < measured.size(); ++r) {
+      const std::size_t i = measured[r];
+      if (on_front[r] && state.successes(i) < options_.max_measurements_per_knob && state.may_measure_again(i)) {
+        candidates.push_back(i);
+        again.push_back(true);
+      }
+    }
+  }
+  const std::size_t count = std::min({max_count, options_.batch_size, candidates.size()});
+  const Eigen::MatrixXd xc = rows_of(space.features(), candidates);
+  const GpPrediction time_pred = predict_on_scale(*time_model_, xc, log_time);
+  const GpPrediction energy_pred = predict_on_scale(*energy_model_, xc, log_energy);
   BatchOptions batch_options;
   batch_options.batch_size = count;
   batch_options.shares = options_.shares;
@@ -278,7 +351,7 @@ ProposalBatch MoboStrategy::propose(const SearchState& state, std::size_t max_co
   batch_options.optimism = options_.optimism;
   batch_options.liar = options_.liar;
   batch_options.reference_margin = options_.reference_margin;
-  BatchPlan plan = plan_batch(observed, time_pred, energy_pred, batch_options);
+  BatchPlan plan = plan_batch(observed, time_pred, energy_pred, batch_options, again);
 
   if (options_.stop_threshold) {
     low_improvement_batches_ = plan.predicted_improvement < *options_.stop_threshold ? low_improvement_batches_ + 1 : 0;

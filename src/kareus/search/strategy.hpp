@@ -48,7 +48,15 @@ class SearchState {
   // Knobs with a successful measurement, ascending index.
   std::vector<std::size_t> measured() const;
   bool is_measured(std::size_t i) const { return ok_[i].has_value(); }
+  // The knob's first successful measurement, at the mean time and energy of all its successful
+  // measurements when it was measured again.
   const Measurement& measurement(std::size_t i) const { return *ok_[i]; }
+  // Every successful measurement of the knob, in the order recorded; and how many.
+  const std::vector<Measurement>& observations(std::size_t i) const { return observations_[i]; }
+  int successes(std::size_t i) const { return static_cast<int>(observations_[i].size()); }
+  // Measured, available, and not failed since this state was built from the journal: a strategy
+  // may propose to measure it again.
+  bool may_measure_again(std::size_t i) const;
   // Available in the space (see KnobSpace::restricted_to), not measured, not failed max_failures
   // times, and not failed since this state was built from the journal (a failure is retried once
   // per run at most, and never forever).
@@ -69,12 +77,18 @@ class SearchState {
   double static_power_w_;
   int max_failures_;
   std::vector<std::optional<Measurement>> ok_;
+  std::vector<std::vector<Measurement>> observations_;
   std::vector<int> failures_;
   std::vector<bool> failed_this_run_;
   std::size_t count_ = 0;
   int next_batch_ = 0;
   bool run_started_ = false;
 };
+
+// The successful measurements among `measurements` that lie in `space`, one per knob in order of
+// first appearance: its first measurement, at the mean time and energy of all of them when it was
+// measured again (as SearchState::measurement).
+std::vector<Measurement> successful(const KnobSpace& space, const std::vector<Measurement>& measurements);
 
 struct Proposal {
   std::size_t knob = 0;  // index into the space
@@ -143,14 +157,22 @@ struct MoboOptions {
   // themselves, so that a knob measured luckily low does not hide the knobs around it. 0: the
   // measurements are taken as exact.
   double measurement_noise = 0;
+  // With measurement noise, a knob may be measured up to this many times in all (1: once). A
+  // measured knob then competes with the new ones in the improvement passes, scored alike at its
+  // optimistic point against the posterior front: it wins where its cost is uncertain by more than
+  // a new knob's promise, which is where the front's membership hinges on one noisy measurement.
+  // Each measurement counts against the budget.
+  int max_measurements_per_knob = 1;
   GpFitOptions gp;
 };
 
-// The measured knobs (successful, effective energy set) at the posterior means of surrogates fitted
-// to them as MOBO fits its own (log targets, the clock's additive term, the noise floor), real
-// energy = effective + static_power_w · time: when measurements scatter, a better estimate of each
-// knob's cost than its one measurement. Without measurement noise, `measured` unchanged.
-std::vector<Measurement> posterior_estimates(const KnobSpace& space, std::vector<Measurement> measured,
+// The knobs of `observations` (successful measurements of `space`, effective energy set, a knob
+// any number of times), one each as successful() orders them, at the posterior means of surrogates
+// fitted to every observation as MOBO fits its own (log targets, the clock's additive term, the
+// noise floor), real energy = effective + static_power_w · time: when measurements scatter, a
+// better estimate of each knob's cost than its measurements. Without measurement noise,
+// successful(space, observations).
+std::vector<Measurement> posterior_estimates(const KnobSpace& space, const std::vector<Measurement>& observations,
                                              double static_power_w, const MoboOptions& options);
 
 class MoboStrategy final : public Strategy {
