@@ -103,8 +103,9 @@ struct PreparedSearch {
 };
 
 // Throws InputError for a bad request: batch < 1, a budget below the initial design (MOBO) or
-// below 1, a grid that does not fit the GPU, a knob measured more than once from a table. `known`: the only knobs the search may measure (see
-// search_space_for); the budget's defaults are then shares of those.
+// below 1, a grid that does not fit the GPU, more than one measurement a knob from a table.
+// `known`: the only knobs the search may measure (see search_space_for); the budget's defaults
+// are then shares of those.
 PreparedSearch prepare_search(const workload::Partition& partition, const hardware::GpuSpec& gpu,
                               const PartitionSearchOptions& options,
                               const std::optional<std::vector<Knob>>& known = std::nullopt);
