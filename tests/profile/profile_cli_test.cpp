@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "cli/cli_fixture.hpp"
 #include "kareus/search/journal.hpp"
@@ -111,6 +112,47 @@ TEST_F(ProfileCli, NoiseOnFakeDevicesIsSeededAndItsJournalKeptApart) {
   for (const auto& [id, figures] : b) moved += std::abs(a.at(id).first / figures.first - 1) > 1e-4;
   EXPECT_GT(moved, static_cast<int>(b.size()) / 2);
   expect_one_line_error(run(kFakeRun + noisy.string()), "noise");
+}
+
+// --remeasure on fake devices with noise: a knob measured again is one knob in measurements.csv,
+// at the mean of its journalled measurements, and the output says the knobs and the repeats apart.
+TEST_F(ProfileCli, AKnobMeasuredAgainIsOneRowAtItsMeanAndSaidApart) {
+  const auto out = dir_ / "again";
+  const std::string flags =
+      "profile --device fake --tp 2 --partition fwd_mlp --mode mobo --clocks 1005:1365:60 --sms 5,11,20,27 --noise "
+      "0.01 --remeasure 3 --budget 60 --window 2 --warmup 0.2 --cool-down 0 --out " +
+      out.string();
+  const CliResult r = run(flags);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const search::JournalContents j = search::Journal::read(out / "fwd_mlp.journal.jsonl");
+  ASSERT_EQ(j.measurements.size(), 60u);
+  std::map<std::string, std::vector<std::pair<double, double>>> by_knob;
+  std::size_t again = 0;
+  for (const auto& m : j.measurements) {
+    auto& seen = by_knob[fmt::format("{:g},{},{}", m.knob.freq_mhz, m.knob.sms, m.knob.slot)];
+    EXPECT_EQ(m.repeat, static_cast<int>(seen.size()));
+    seen.emplace_back(m.time_s, m.energy_j);
+    again += m.repeat > 0 ? 1 : 0;
+  }
+  ASSERT_GT(again, 0u) << "no knob was measured again";
+  EXPECT_TRUE(contains(r.out, fmt::format("{} measured ({} measurements again)", by_knob.size(), again))) << r.out;
+  EXPECT_TRUE(contains(r.out, fmt::format("{} knobs measured now, {} measured again", 60 - again, again))) << r.out;
+  std::ifstream csv(out / "measurements.csv");
+  std::string line;
+  std::getline(csv, line);
+  std::size_t rows = 0;
+  while (std::getline(csv, line)) {
+    ++rows;
+    std::vector<std::string> f;
+    std::stringstream in(line);
+    for (std::string cell; std::getline(in, cell, ',');) f.push_back(cell);
+    ASSERT_EQ(f.size(), 7u) << line;
+    const auto& seen = by_knob.at(f[1] + "," + f[2] + "," + f[3]);
+    double time = 0;
+    for (const auto& [t, e] : seen) time += t / static_cast<double>(seen.size());
+    EXPECT_NEAR(std::stod(f[4]), time, 1e-8 * time) << line;
+  }
+  EXPECT_EQ(rows, by_knob.size());
 }
 
 TEST_F(ProfileCli, PlanOnTheGpuWithoutOneIsOneClearLine) {

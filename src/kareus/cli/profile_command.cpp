@@ -263,15 +263,23 @@ int run_profile_command(const ProfileFlags& flags) {
         spdlog::debug("profile {}: {}/{} measurements", key, p.measurements, p.budget);
       });
   profiler.close();
+  // A knob measured again (--remeasure) is one knob, more measurements: both are said.
+  std::size_t again_now = 0;
   for (const auto& r : outcome.results) {
-    fmt::print("  {:<14} {:>5} knobs, {:>4} measured, {:>3} on the frontier\n", r.key, r.grid_size,
-               r.outcome.measurements.size(), r.frontier.size());
+    const auto& ms = r.outcome.measurements;
+    std::size_t again = 0;
+    for (const search::Measurement& m : ms) again += m.ok && m.repeat > 0 ? 1 : 0;
+    for (std::size_t n = ms.size() - r.outcome.measured_now; n < ms.size(); ++n) again_now += ms[n].repeat > 0 ? 1 : 0;
+    fmt::print("  {:<14} {:>5} knobs, {:>4} measured{}{}, {:>3} on the frontier\n", r.key, r.grid_size, r.successful.size(),
+               again ? fmt::format(" ({} measurements again)", again) : "", r.failed ? fmt::format(", {} failed", r.failed) : "",
+               r.frontier.size());
   }
   if (flags.compare_sim) {
     write_file_atomic(std::filesystem::path(flags.out) / "comparison.csv", sim_comparison_csv(outcome, w.gpu, partitions));
   }
-  fmt::print("{} knobs measured now; wrote {}/measurements.csv, ranks.csv{} and a journal per partition\n",
-             outcome.measured_now, flags.out, flags.compare_sim ? ", comparison.csv" : "");
+  fmt::print("{} knobs measured now{}; wrote {}/measurements.csv, ranks.csv{} and a journal per partition\n",
+             outcome.measured_now - again_now, again_now ? fmt::format(", {} measured again", again_now) : "", flags.out,
+             flags.compare_sim ? ", comparison.csv" : "");
   return 0;
 }
 
