@@ -120,12 +120,13 @@ TEST_F(ReplayCli, AStragglersSlowdownLowersTheOtherPipelinesEnergy) {
     EXPECT_LE(plan_s, time_s + 1e-4) << "the plan switched to still meets the straggler's time";
     EXPECT_LT(energy_j, stay_j);
     // More slowdown, more saved, and the energy itself falls, while the frontier reaches that
-    // far; past its slowest plan both pipelines idle at the same power, so the saving holds.
+    // far; past its slowest plan both pipelines idle at the same power, so the saving holds, to
+    // the printed 0.1 J: each of the four energies compared is rounded by up to 0.05 J.
     if (slowdown * fastest_s <= slowest_s) {
       EXPECT_GT(stay_j - energy_j, previous_saved_j);
       EXPECT_LT(energy_j, previous_energy_j);
     } else {
-      EXPECT_GE(stay_j - energy_j, previous_saved_j - 0.1);
+      EXPECT_GE(stay_j - energy_j, previous_saved_j - 0.2 - 1e-9);
     }
     previous_energy_j = energy_j, previous_saved_j = stay_j - energy_j;
   }

@@ -106,8 +106,14 @@ struct SimulationOptions {
   // collective is bound by its SMs, not the link. Other GPUs: the same rule from their own link
   // and clock, with the A100's channel count (an assumption until their logs are cited).
   int nccl_channels = 24;
-  double collective_launch_s = 10e-6;      // fixed cost of a collective kernel
-  double ring_step_latency_s = 2e-6;       // per ring step (handshake over the link)
+  // A collective's latency, NCCL's own model of it (src/graph/tuning.cc, unchanged from NCCL 2.7
+  // to 2.28; PyTorch 2.8, which the Kareus artifact ran, ships 2.27): the ring algorithm's Simple
+  // protocol costs a base 8.4 us plus 3.4 us per ring step over NVLink (2(n-1) steps for an
+  // all-reduce, n-1 for an all-gather or reduce-scatter). Simple is what NCCL's tuner picks for
+  // the layers' collectives: LL128 (14 us + 1.9 us per step, at 0.92 of the bandwidth) is faster
+  // only while a transfer takes under about 0.2 ms (an 8-GPU all-reduce; less with fewer ranks).
+  double collective_launch_s = 8.4e-6;
+  double ring_step_latency_s = 3.4e-6;
   // HBM bytes read + written per byte this GPU sends: receive buffer write, reduction reads and
   // output writes.
   double all_reduce_hbm_per_wire_byte = 3.0;
