@@ -1,7 +1,9 @@
 // The `kareus hw` commands end to end: show, check's last line, fit's output file, and bad input
 // as one line on stderr with exit code 2.
 #include <nlohmann/json.hpp>
+#include <map>
 #include <regex>
+#include <utility>
 
 #include "cli_fixture.hpp"
 #include "kareus/hardware/gpu.hpp"
@@ -151,6 +153,43 @@ TEST_F(HwCli, CheckPlansNamesItsEngineAndTakesAnother) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out.substr(0, r.out.find('\n')), "engine cuda-graphs")) << r.out;
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --engine nope --plans " + kPlans), "known engines");
+}
+
+// Per job, the gain row's model gain (under --engine) and gain under cuda-graphs.
+std::map<std::string, std::pair<double, double>> gain_rows(const std::string& out) {
+  static const std::regex row(R"((llama\S* .*?seq\d+)\s+[+-]\d+\.\d+%\s+([+-]\d+\.\d+)%\s+[+-]\d+\.\d+\s+([+-]\d+\.\d+)%)");
+  std::map<std::string, std::pair<double, double>> gains;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), row); it != std::sregex_iterator(); ++it) {
+    gains[(*it)[1]] = {std::stod((*it)[2]), std::stod((*it)[3])};
+  }
+  return gains;
+}
+
+// Beside the model's overlap gain under the plans' engine, its gain without host overhead
+// (cuda-graphs), which does not depend on --engine: the same where the host never binds (the
+// artifact's engine at its cited costs); where a slow host binds, below it, first where the
+// partitions are smallest (CP2·TP4 mbs8 seq4096's are half the others').
+TEST_F(HwCli, CheckPlansReportsTheGainWithoutHostOverheadBeside) {
+  CliResult r = run("hw check --gpu a100-sxm4-40gb --plans " + kPlans);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto cited = gain_rows(r.out);
+  ASSERT_EQ(cited.size(), 4u) << r.out;
+  for (const auto& [job, g] : cited) EXPECT_NEAR(g.first, g.second, 0.05) << job;
+
+  nlohmann::json slow = nlohmann::json::parse(slurp(std::string(KAREUS_DATA_DIR) + "/engines/megatron-te-eager.json"));
+  slow["name"] = "slow-host";
+  slow["host"]["partition_op_us"] = 400.0;  // ten times the cited cost of an op of the nanobatched loop
+  r = run("hw check --gpu a100-sxm4-40gb --engine " + write("slow.json", slow.dump()) + " --plans " + kPlans);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto slowed = gain_rows(r.out);
+  ASSERT_EQ(slowed.size(), 4u) << r.out;
+  for (const auto& [job, g] : slowed) {
+    EXPECT_NEAR(g.second, cited.at(job).second, 1e-9) << job << ": the graphs' gain is not the engine's";
+    EXPECT_LE(g.first, g.second + 0.005) << job << ": only nanobatching's loop got slower";
+  }
+  const auto& small = slowed.at("llama-3.2-3b tp4 cp2 mbs8 seq4096");
+  EXPECT_LT(small.first, 0) << "a host ten times slower makes nanobatching lose where partitions are smallest";
+  EXPECT_GT(small.second, 0);
 }
 
 // hw fit --engine-trace on the real trace: an engine file that plan takes; it fits an engine, so the
