@@ -285,6 +285,20 @@ std::string summary_line(const PlanCheck& check) {
                      100 * check.energy_err_max);
 }
 
+std::map<std::string, OverlapGain> overlap_gains(const PlanCheck& check) {
+  std::map<std::string, std::map<Method, const FrontierCheck*>> by_job;
+  for (const FrontierCheck& f : check.frontiers) by_job[f.job][f.method] = &f;
+  auto gain_pct = [](double perseus_s, double nanobatched_s) { return 100 * (perseus_s - nanobatched_s) / perseus_s; };
+  std::map<std::string, OverlapGain> gains;
+  for (const auto& [job, methods] : by_job) {
+    auto p = methods.find(Method::kPerseus), n = methods.find(Method::kNanobatching);
+    if (p == methods.end() || n == methods.end()) continue;
+    gains[job] = {gain_pct(p->second->reference_fastest_time_s, n->second->reference_fastest_time_s),
+                  gain_pct(p->second->model_fastest_time_s, n->second->model_fastest_time_s)};
+  }
+  return gains;
+}
+
 TimeScaleFit fit_time_scale(const PlanCheck& check, double checked_time_scale) {
   std::vector<double> ratios;
   for (const PlanCheckRow& r : check.rows) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,13 @@ PlanCheck check_plans(const std::vector<ReferencePlan>& plans, const evaluate::E
 
 // `time_err_median=<pct> time_err_max=<pct> energy_err_median=<pct> energy_err_max=<pct>`.
 std::string summary_line(const PlanCheck& check);
+
+// Per job with both methods' frontiers, Nanobatching+Perseus's max-throughput time gain over
+// Perseus in percent, (T_perseus − T_nb) / T_perseus, of the reference plans and on the model.
+struct OverlapGain {
+  double reference_pct = 0, model_pct = 0;
+};
+std::map<std::string, OverlapGain> overlap_gains(const PlanCheck& check);
 
 // The GPU time scale (hardware::GpuSpec::time_scale) under which the model holds the measured
 // times of the plans whose method overlaps nothing (Megatron-LM and Perseus: every collective after

@@ -210,21 +210,6 @@ void print_missing_power(const calibrate::PlanCheck& check, const hardware::GpuS
   }
 }
 
-// Time gain of the nanobatched method's fastest plan over Perseus's: (T_perseus − T_nb) / T_perseus.
-double gain_pct(double perseus_s, double nanobatched_s) { return 100 * (perseus_s - nanobatched_s) / perseus_s; }
-
-// Per job, the model's gain of Nanobatching+Perseus's fastest plan over Perseus's (jobs with both).
-std::map<std::string, double> model_gains_pct(const calibrate::PlanCheck& check) {
-  std::map<std::string, std::map<planner::Method, double>> fastest_s;
-  for (const auto& f : check.frontiers) fastest_s[f.job][f.method] = f.model_fastest_time_s;
-  std::map<std::string, double> gains;
-  for (const auto& [job, methods] : fastest_s) {
-    auto p = methods.find(planner::Method::kPerseus), n = methods.find(planner::Method::kNanobatching);
-    if (p != methods.end() && n != methods.end()) gains[job] = gain_pct(p->second, n->second);
-  }
-  return gains;
-}
-
 // The plans of every --plans file: the artifact's plans.csv (with plan_clocks.csv) or kareus-plan JSON.
 std::vector<calibrate::ReferencePlan> read_plans(const HwFlags& flags) {
   std::vector<calibrate::ReferencePlan> plans;
@@ -266,36 +251,29 @@ int run_check_plans(const HwFlags& flags, const hardware::GpuSpec& gpu) {
   fmt::print("\nFastest plan of each frontier, the reference's against the planner's on the model\n");
   fmt::print("{:<21} {:<36} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}\n", "method", "job", "time_ref", "time_mod",
              "time_err", "energy_ref", "energy_mod", "energy_err");
-  std::map<std::string, std::map<planner::Method, const calibrate::FrontierCheck*>> by_job;
   for (const auto& f : check.frontiers) {
     fmt::print("{:<21} {:<36} {:>10.4f} {:>10.4f} {:>+7.2f}% {:>11.1f} {:>11.1f} {:>+7.2f}%\n",
                planner::to_string(f.method), f.job, f.reference_fastest_time_s, f.model_fastest_time_s,
                100 * (f.model_fastest_time_s / f.reference_fastest_time_s - 1), f.reference_fastest_energy_j,
                f.model_fastest_energy_j, 100 * (f.model_fastest_energy_j / f.reference_fastest_energy_j - 1));
-    by_job[f.job][f.method] = &f;
   }
   // Beside the model's gain under the plans' engine, its gain with no host overhead: what the
   // artifact would gain with every instruction replayed as a CUDA graph.
-  const std::map<std::string, double> gains = model_gains_pct(check);
-  std::map<std::string, double> graph_gains = gains;
+  const std::map<std::string, calibrate::OverlapGain> gains = calibrate::overlap_gains(check);
+  std::map<std::string, calibrate::OverlapGain> graph_gains = gains;
   if (options.engine.name != kGraphsEngine && !gains.empty()) {
     planner::PlannerOptions graphs = options;
     graphs.engine = load_engine_flag(kGraphsEngine);
-    graph_gains = model_gains_pct(calibrate::check_plans(plans, evaluator, graphs, true));
+    graph_gains = calibrate::overlap_gains(calibrate::check_plans(plans, evaluator, graphs, true));
   }
-  bool header = false;
-  for (const auto& [job, methods] : by_job) {
-    auto p = methods.find(planner::Method::kPerseus), n = methods.find(planner::Method::kNanobatching);
-    if (p == methods.end() || n == methods.end()) continue;
-    if (!header) {
-      fmt::print("\nNanobatching+Perseus's max-throughput time gain over Perseus (gain_graphs: the model's under {}, "
-                 "no host overhead)\n{:<36} {:>9} {:>9} {:>9} {:>11}\n",
-                 kGraphsEngine, "job", "gain_ref", "gain_mod", "diff_pt", "gain_graphs");
-      header = true;
-    }
-    const double ref = gain_pct(p->second->reference_fastest_time_s, n->second->reference_fastest_time_s);
-    const double mod = gains.at(job);
-    fmt::print("{:<36} {:>+8.2f}% {:>+8.2f}% {:>+9.2f} {:>+10.2f}%\n", job, ref, mod, mod - ref, graph_gains.at(job));
+  if (!gains.empty()) {
+    fmt::print("\nNanobatching+Perseus's max-throughput time gain over Perseus (gain_graphs: the model's under {}, "
+               "no host overhead)\n{:<36} {:>9} {:>9} {:>9} {:>11}\n",
+               kGraphsEngine, "job", "gain_ref", "gain_mod", "diff_pt", "gain_graphs");
+  }
+  for (const auto& [job, g] : gains) {
+    fmt::print("{:<36} {:>+8.2f}% {:>+8.2f}% {:>+9.2f} {:>+10.2f}%\n", job, g.reference_pct, g.model_pct,
+               g.model_pct - g.reference_pct, graph_gains.at(job).model_pct);
   }
   print_missing_power(check, gpu);
   fmt::print("{}\n", calibrate::summary_line(check));

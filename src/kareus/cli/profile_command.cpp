@@ -267,8 +267,7 @@ int run_profile_command(const ProfileFlags& flags) {
   std::size_t again_now = 0;
   for (const auto& r : outcome.results) {
     const auto& ms = r.outcome.measurements;
-    std::size_t again = 0;
-    for (const search::Measurement& m : ms) again += m.ok && m.repeat > 0 ? 1 : 0;
+    const std::size_t again = search::measured_again(ms);
     for (std::size_t n = ms.size() - r.outcome.measured_now; n < ms.size(); ++n) again_now += ms[n].repeat > 0 ? 1 : 0;
     fmt::print("  {:<14} {:>5} knobs, {:>4} measured{}{}, {:>3} on the frontier\n", r.key, r.grid_size, r.successful.size(),
                again ? fmt::format(" ({} measurements again)", again) : "", r.failed ? fmt::format(", {} failed", r.failed) : "",

@@ -1,5 +1,7 @@
 #include "kareus/search/measurement.hpp"
 
+#include <algorithm>
+
 #include <array>
 #include <cmath>
 #include <utility>
@@ -40,6 +42,11 @@ void average_in(Measurement& mean, const Measurement& m, int n) {
   mean.time_s += (m.time_s - mean.time_s) * weight;
   mean.energy_j += (m.energy_j - mean.energy_j) * weight;
   mean.effective_energy_j += (m.effective_energy_j - mean.effective_energy_j) * weight;
+}
+
+std::size_t measured_again(std::span<const Measurement> measurements) {
+  return static_cast<std::size_t>(
+      std::ranges::count_if(measurements, [](const Measurement& m) { return m.ok && m.repeat > 0; }));
 }
 
 double effective_energy_relative_sd(double sigma, double time_s, double effective_energy_j, double static_power_w) {

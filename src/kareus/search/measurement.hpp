@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -66,6 +68,9 @@ struct Measurement {
 // Folds `m`, the n-th successful measurement of a knob (n ≥ 2), into `mean`, the mean of its first
 // n − 1: time, energy and effective energy become the mean of all n; the rest stays the first's.
 void average_in(Measurement& mean, const Measurement& m, int n);
+
+// How many of `measurements` are successful measurements of a knob again (repeat ≥ 1).
+std::size_t measured_again(std::span<const Measurement> measurements);
 
 // The relative standard deviation of a measured effective energy E − P·t when the time and the
 // energy each scatter by the relative `sigma`, independently (as a timer's and a power meter's errors
