@@ -155,26 +155,35 @@ TEST_F(HwCli, CheckPlansNamesItsEngineAndTakesAnother) {
   expect_one_line_error(run("hw check --gpu a100-sxm4-40gb --engine nope --plans " + kPlans), "known engines");
 }
 
-// Per job, the gain row's model gain (under --engine) and gain under cuda-graphs.
-std::map<std::string, std::pair<double, double>> gain_rows(const std::string& out) {
-  static const std::regex row(R"((llama\S* .*?seq\d+)\s+[+-]\d+\.\d+%\s+([+-]\d+\.\d+)%\s+[+-]\d+\.\d+\s+([+-]\d+\.\d+)%)");
-  std::map<std::string, std::pair<double, double>> gains;
+// Per job, the gain row's measured gain, model gain (under --engine) and gain under cuda-graphs.
+struct GainRow {
+  double measured, model, graphs;
+};
+std::map<std::string, GainRow> gain_rows(const std::string& out) {
+  static const std::regex row(R"((llama\S* .*?seq\d+)\s+([+-]\d+\.\d+)%\s+([+-]\d+\.\d+)%\s+[+-]\d+\.\d+\s+([+-]\d+\.\d+)%)");
+  std::map<std::string, GainRow> gains;
   for (auto it = std::sregex_iterator(out.begin(), out.end(), row); it != std::sregex_iterator(); ++it) {
-    gains[(*it)[1]] = {std::stod((*it)[2]), std::stod((*it)[3])};
+    gains[(*it)[1]] = {std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])};
   }
   return gains;
 }
 
-// Beside the model's overlap gain under the plans' engine, its gain without host overhead
-// (cuda-graphs), which does not depend on --engine: the same where the host never binds (the
-// artifact's engine at its cited costs); where a slow host binds, below it, first where the
-// partitions are smallest (CP2·TP4 mbs8 seq4096's are half the others').
-TEST_F(HwCli, CheckPlansReportsTheGainWithoutHostOverheadBeside) {
+// Nanobatching+Perseus's gain over Perseus under the engine the plans were measured through is the
+// measured one within 2 points, with its sign, on each of the four configs (the artifact's loop
+// waits for the GPU at each op, so its cited host costs add to the partitions'). Beside it the gain
+// without host overhead (cuda-graphs), which does not depend on --engine and stays above it; a host
+// ten times slower takes the gain lower still, first where the partitions are smallest (CP2·TP4
+// mbs8 seq4096's are half the others').
+TEST_F(HwCli, CheckPlansGainsAreTheMeasuredOnesAndTheGainWithoutHostOverheadBeside) {
   CliResult r = run("hw check --gpu a100-sxm4-40gb --plans " + kPlans);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto cited = gain_rows(r.out);
   ASSERT_EQ(cited.size(), 4u) << r.out;
-  for (const auto& [job, g] : cited) EXPECT_NEAR(g.first, g.second, 0.05) << job;
+  for (const auto& [job, g] : cited) {
+    EXPECT_NEAR(g.model, g.measured, 2.0) << job;
+    EXPECT_EQ(g.model > 0, g.measured > 0) << job;
+    EXPECT_GT(g.graphs, g.model + 2.0) << job << ": without the host's time the overlap gains more";
+  }
 
   nlohmann::json slow = nlohmann::json::parse(slurp(std::string(KAREUS_DATA_DIR) + "/engines/megatron-te-eager.json"));
   slow["name"] = "slow-host";
@@ -183,13 +192,14 @@ TEST_F(HwCli, CheckPlansReportsTheGainWithoutHostOverheadBeside) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto slowed = gain_rows(r.out);
   ASSERT_EQ(slowed.size(), 4u) << r.out;
+  double least_loss = 1e9;
   for (const auto& [job, g] : slowed) {
-    EXPECT_NEAR(g.second, cited.at(job).second, 1e-9) << job << ": the graphs' gain is not the engine's";
-    EXPECT_LE(g.first, g.second + 0.005) << job << ": only nanobatching's loop got slower";
+    EXPECT_NEAR(g.graphs, cited.at(job).graphs, 1e-9) << job << ": the graphs' gain is not the engine's";
+    EXPECT_LT(g.model, cited.at(job).model) << job << ": only nanobatching's loop got slower";
+    least_loss = std::min(least_loss, cited.at(job).model - g.model);
   }
-  const auto& small = slowed.at("llama-3.2-3b tp4 cp2 mbs8 seq4096");
-  EXPECT_LT(small.first, 0) << "a host ten times slower makes nanobatching lose where partitions are smallest";
-  EXPECT_GT(small.second, 0);
+  const std::string small = "llama-3.2-3b tp4 cp2 mbs8 seq4096";
+  EXPECT_GT(cited.at(small).model - slowed.at(small).model, least_loss) << "the smallest partitions lose the most";
 }
 
 // hw fit --engine-trace on the real trace: an engine file that plan takes; it fits an engine, so the
@@ -219,8 +229,8 @@ TEST_F(HwCli, CheckPlansErrorsDoNotGrowPastTheRecordedMedians) {
   std::smatch m;
   const std::string summary = last_line(r.out);
   ASSERT_TRUE(std::regex_match(summary, m, kPlanSummary)) << summary;
-  EXPECT_LE(std::stod(m[1]), 7.1) << "median time error";
-  EXPECT_LE(std::stod(m[3]), 2.4) << "median energy error";
+  EXPECT_LE(std::stod(m[1]), 3.2) << "median time error";
+  EXPECT_LE(std::stod(m[3]), 2.1) << "median energy error";
 }
 
 // hw fit --plans: the time scale and its record in the written GPU, the power model untouched

@@ -113,7 +113,19 @@ TEST_F(PlanCli, TheEngineIsNamedAndASlowHostShowsWhereItBinds) {
   ASSERT_EQ(run("plan --out " + path("default")).exit_code, 0);
   const auto plain = nlohmann::json::parse(slurp(path("default/summary.json")));
   EXPECT_EQ(plain.at("engine"), "megatron-te-eager");
-  EXPECT_TRUE(plain.at("host_bound_partitions").empty()) << plain.dump();
+  // The artifact's loop waits for the GPU at each op: its partitions are listed with the host time
+  // that adds to theirs, none host-bound.
+  ASSERT_FALSE(plain.at("host_bound_partitions").empty()) << plain.dump();
+  for (const auto& p : plain.at("host_bound_partitions")) {
+    EXPECT_FALSE(p.at("host_bound").get<bool>()) << p.dump();
+    EXPECT_NE(p.at("slot"), "none") << p.dump();
+    EXPECT_GT(p.at("exposed_host_s").get<double>(), 0) << p.dump();
+    EXPECT_EQ(p.at("exposed_host_s").get<double>(), p.at("host_time_s").get<double>()) << p.dump();
+  }
+  ASSERT_EQ(run("plan --engine cuda-graphs --out " + path("graphs")).exit_code, 0);
+  const auto graphs = nlohmann::json::parse(slurp(path("graphs/summary.json")));
+  EXPECT_TRUE(graphs.at("host_bound_partitions").empty()) << graphs.dump();
+  EXPECT_LT(graphs.at("time_s").get<double>(), plain.at("time_s").get<double>());
   const std::string slow = write("slow.json", R"({"format": "kareus-engine", "version": 1, "name": "slow",
     "display_name": "A slow host", "source": "a test",
     "host": {"partition_op_us": 3000, "layer_op_us": 0, "collective_call_us": 0, "event_us": 0, "partition_us": 0,
@@ -128,7 +140,9 @@ TEST_F(PlanCli, TheEngineIsNamedAndASlowHostShowsWhereItBinds) {
   // Only nanobatched partitions pay the per-op loop: every one listed is overlapped, host above GPU.
   for (const auto& p : summary.at("host_bound_partitions")) {
     EXPECT_NE(p.at("slot"), "none") << p.dump();
+    EXPECT_TRUE(p.at("host_bound").get<bool>()) << p.dump();
     EXPECT_GT(p.at("host_time_s").get<double>(), p.at("gpu_time_s").get<double>()) << p.dump();
+    EXPECT_EQ(p.at("exposed_host_s").get<double>(), 0) << p.dump();
   }
   expect_one_line_error(run("plan --engine no-such-engine --out " + path("bad")), "megatron-te-eager");
   EXPECT_FALSE(std::filesystem::exists(path("bad")));
@@ -240,8 +254,15 @@ TEST_F(CompareCli, FourMethodsAndKareusIsNeverWorse) {
   EXPECT_EQ(by_method["Perseus"][5], "");
   const double kareus_time = std::stod(by_method["Kareus"][2]);
   for (const auto& [method, row] : by_method) EXPECT_LE(kareus_time, std::stod(row[2]) * (1 + 1e-9)) << method;
-  // Kareus's frontier weakly dominates Nanobatching+Perseus's, so it saves at least as much.
-  EXPECT_GE(std::stod(by_method["Kareus"][4]), std::stod(by_method["Nanobatching+Perseus"][4]) - 1e-3);
+  // Kareus's frontier weakly dominates Nanobatching+Perseus's, so it saves at least as much where
+  // that one has a figure: none where it never runs as fast as Perseus's fastest plan (on this
+  // config the artifact's loop costs the nanobatches more host time than their overlap hides).
+  const std::string nanobatching_saving = by_method["Nanobatching+Perseus"][4];
+  if (nanobatching_saving.empty()) {
+    EXPECT_GT(std::stod(by_method["Nanobatching+Perseus"][2]), std::stod(by_method["Perseus"][2]));
+  } else {
+    EXPECT_GE(std::stod(by_method["Kareus"][4]), std::stod(nanobatching_saving) - 1e-3);
+  }
   EXPECT_GT(std::stod(by_method["Kareus"][4]), 0);
 
   const auto report = nlohmann::json::parse(slurp(path("cmp/compare.json")));

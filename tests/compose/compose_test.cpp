@@ -218,8 +218,9 @@ RC_GTEST_PROP(Compose, MatchesBruteForceParetoSums, ()) {
 
 // Under an engine, the composed options at a clock equal the Pareto set, in the instruction's time
 // and effective energy, of brute-force choices each timed by engine::instruction_time_s from its
-// GPU and host sums, its idle time charged at P_static: pruning by GPU time, host time and effective
-// energy loses no plan.
+// GPU and host sums, its idle time charged at P_static (and, where the engine's loop waits for the
+// GPU at each op, its partitions' host time on the GPU's side): pruning by GPU time, host time and
+// effective energy loses no plan.
 RC_GTEST_PROP(Compose, MatchesBruteForceUnderAnEngine, ()) {
   Job s = one_layer_per_stage();
   PartitionPoints points = random_points(s);
@@ -231,6 +232,7 @@ RC_GTEST_PROP(Compose, MatchesBruteForceUnderAnEngine, ()) {
   engine.host.instruction_s = *rc::gen::inRange(0, 30) / 100.0;
   engine.host.launch_latency_s = *rc::gen::inRange(0, 10) / 100.0;
   engine.sync_per_instruction = *rc::gen::arbitrary<bool>();
+  engine.sync_per_loop_op = *rc::gen::arbitrary<bool>();
   const auto table = compose_option_table(s.model, s.parallel, points, {.p_static_w = p_static, .engine = engine});
   std::vector<workload::Partition> partitions = workload::build_partitions(s.model, s.parallel);
   for (const auto& p : workload::non_partition_work(s.model, s.parallel, 0)) partitions.push_back(p);
@@ -248,8 +250,13 @@ RC_GTEST_PROP(Compose, MatchesBruteForceUnderAnEngine, ()) {
       std::vector<Sum> next;
       for (const Sum& a : sums) {
         for (const PartitionPoint& p : points.at(key)) {
-          next.push_back({a.gpu_s + count * p.time_s, a.host_s + count * engine::host_time_s(engine, partition, p.knob),
-                          a.energy_j + count * p.energy_j});
+          // A loop that waits for the GPU at each op runs its host time on the GPU's clock, idle.
+          const double exposed = engine.sync_per_loop_op && !p.knob.sequential() && partition.collective
+                                     ? engine::host_time_s(engine, partition, p.knob)
+                                     : 0.0;
+          next.push_back({a.gpu_s + count * (p.time_s + exposed),
+                          a.host_s + count * engine::host_time_s(engine, partition, p.knob),
+                          a.energy_j + count * (p.energy_j + p_static * exposed)});
         }
       }
       sums = next;

@@ -49,6 +49,9 @@ TEST(EngineJson, BadFieldsAreErrorsNamingTheField) {
   doc["sync"] = "sometimes";
   fails(doc, "sync");
   doc = valid_engine();
+  doc["op_sync"] = "always";
+  fails(doc, "op_sync");
+  doc = valid_engine();
   doc["sources"].erase("event_us");
   fails(doc, "sources.event_us");
   doc = valid_engine();
@@ -62,6 +65,19 @@ TEST(EngineJson, BadFieldsAreErrorsNamingTheField) {
   doc["host"]["event_us"] = 0;
   doc["sources"].erase("event_us");
   EXPECT_NO_THROW(engine_from_json(doc, "e.json"));
+}
+
+// Where the host waits: only the artifact's engine waits for the GPU at each op of its loop, and an
+// engine file without "op_sync" keeps ahead.
+TEST(EngineJson, OpSyncIsTheArtifactsLoopAloneAndOffUnlessSaid) {
+  EXPECT_FALSE(engine_from_json(valid_engine(), "e.json").sync_per_loop_op);
+  json doc = valid_engine();
+  doc["op_sync"] = "partition_loop";
+  EXPECT_TRUE(engine_from_json(doc, "e.json").sync_per_loop_op);
+  EXPECT_TRUE(load_engine_preset("megatron-te-eager").sync_per_loop_op);
+  EXPECT_FALSE(load_engine_preset("cuda-graphs").sync_per_loop_op);
+  EXPECT_FALSE(load_engine_preset("kareus-executor").sync_per_loop_op);
+  EXPECT_TRUE(load_engine_preset("megatron-te-eager").sources.contains("op_sync")) << "an inferred choice says why";
 }
 
 TEST(EnginePresets, EveryPresetLoadsCitesItsCostsAndWritesBackEqual) {
@@ -119,6 +135,31 @@ TEST(EngineHostTime, CountsEachPathsCalls) {
   EXPECT_NEAR(host_time_s(e, p, {1410, 24, "none"}), 0.5 * (ops * 30e-6 + 10e-6), 1e-15);
   // The slot does not change what the host issues.
   EXPECT_EQ(host_time_s(e, p, {1410, 24, "norm_0"}), host_time_s(e, p, {900, 8, "linear_1"}));
+}
+
+// What the host adds to a partition's GPU time: the loop's whole host time where it waits at each
+// op, and only there; nothing for the sequential knob, a partition without a collective, or an
+// engine that keeps ahead.
+RC_GTEST_PROP(EngineExposedHostTime, IsTheLoopsHostTimeWhereItWaitsAndGrowsWithItsCosts, ()) {
+  EngineSpec e = engine_from_json(valid_engine(), "e.json");
+  e.host.partition_op_s = *rc::gen::inRange(0, 500) * 1e-6;
+  e.host.collective_call_s = *rc::gen::inRange(0, 100) * 1e-6;
+  e.sync_per_loop_op = *rc::gen::arbitrary<bool>();
+  const auto model = workload::load_model("llama-3.2-3b");
+  const auto parts = workload::build_partitions(model, workload::validated(model, {}));
+  const workload::Partition& p = *rc::gen::elementOf(parts);
+  const workload::Knob overlapped{1410, 24, p.slots.empty() ? "none" : p.slots.front().name};
+  const workload::Knob sequential{1410, 24, "none"};
+  RC_ASSERT(exposed_host_time_s(e, p, sequential) == 0.0);
+  const double exposed = exposed_host_time_s(e, p, overlapped);
+  if (e.sync_per_loop_op && p.collective && !overlapped.sequential()) {
+    RC_ASSERT(exposed == host_time_s(e, p, overlapped));
+  } else {
+    RC_ASSERT(exposed == 0.0);
+  }
+  EngineSpec dearer = e;
+  dearer.host.partition_op_s += 1e-6;
+  RC_ASSERT(exposed_host_time_s(dearer, p, overlapped) >= exposed);
 }
 
 // An instruction's time from its sums, against an op-by-op host timeline (kernel i starts at

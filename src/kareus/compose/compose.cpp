@@ -213,7 +213,9 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
             std::vector<const PartitionPoint*> list;
             for (const PartitionPoint& p : points.at(t.key)) {
               if (!same_clock(p.knob.freq_mhz, clock)) continue;
-              own.push_back({p.time_s, p.energy_j, engine::host_time_s(options.engine, t.partition, p.knob),
+              const double exposed_s = engine::exposed_host_time_s(options.engine, t.partition, p.knob);
+              own.push_back({p.time_s + exposed_s, p.energy_j + options.p_static_w * exposed_s,
+                             engine::host_time_s(options.engine, t.partition, p.knob),
                              {static_cast<std::uint32_t>(list.size())}});
               list.push_back(&p);
             }

@@ -51,11 +51,16 @@ double layer_path_s(const EngineSpec& e, const workload::Partition& whole) {
   return h;
 }
 
+// Whether `knob` runs `partition` through the nanobatched per-op loop, not the un-split modules.
+bool runs_partition_loop(const workload::Partition& partition, const workload::Knob& knob) {
+  return !knob.sequential() && partition.collective.has_value();
+}
+
 }  // namespace
 
 std::span<const HostCostField> host_cost_fields() { return kCostFields; }
 
-bool EngineSpec::idle() const { return host == HostCosts{} && !sync_per_instruction; }
+bool EngineSpec::idle() const { return host == HostCosts{} && !sync_per_instruction && !sync_per_loop_op; }
 
 EngineSpec engine_from_json(const json& doc, const std::string& source) {
   JsonFields f(doc, source, "");
@@ -75,6 +80,11 @@ EngineSpec engine_from_json(const json& doc, const std::string& source) {
   const std::string sync = f.text("sync");
   if (sync == "instruction") e.sync_per_instruction = true;
   else if (sync != "none") f.fail("sync", fmt::format("'{}': expected \"instruction\" or \"none\"", sync));
+  if (f.find("op_sync")) {
+    const std::string op_sync = f.text("op_sync");
+    if (op_sync == "partition_loop") e.sync_per_loop_op = true;
+    else if (op_sync != "none") f.fail("op_sync", fmt::format("'{}': expected \"partition_loop\" or \"none\"", op_sync));
+  }
   e.partition_calls = read_calls(f, "partition_calls");
   e.layer_calls = read_calls(f, "layer_calls");
   e.collective_calls = read_calls(f, "collective_calls");
@@ -98,7 +108,8 @@ json to_json(const EngineSpec& e) {
   for (const HostCostField& c : kCostFields) host[std::string(c.key)] = e.host.*c.member / kUs;
   json doc = {{"format", "kareus-engine"}, {"version", 1},          {"name", e.name},
               {"display_name", e.display_name}, {"source", e.source}, {"host", std::move(host)},
-              {"sync", e.sync_per_instruction ? "instruction" : "none"}};
+              {"sync", e.sync_per_instruction ? "instruction" : "none"},
+              {"op_sync", e.sync_per_loop_op ? "partition_loop" : "none"}};
   if (!e.partition_calls.empty()) doc["partition_calls"] = e.partition_calls;
   if (!e.layer_calls.empty()) doc["layer_calls"] = e.layer_calls;
   if (!e.collective_calls.empty()) doc["collective_calls"] = e.collective_calls;
@@ -127,7 +138,7 @@ EngineSpec load_engine(std::string_view name_or_path) {
 }
 
 double host_time_s(const EngineSpec& e, const workload::Partition& partition, const workload::Knob& knob) {
-  if (knob.sequential() || !partition.collective) {
+  if (!runs_partition_loop(partition, knob)) {
     const double share = partition.per_layer ? 0.5 : 1.0;
     return share * layer_path_s(e, workload::unsplit(partition));
   }
@@ -138,6 +149,10 @@ double host_time_s(const EngineSpec& e, const workload::Partition& partition, co
              3 * e.host.event_s;
   for (const workload::ComputeOp& op : partition.ops) h += calls_of(e.partition_calls, op.name) * e.host.partition_op_s;
   return h;
+}
+
+double exposed_host_time_s(const EngineSpec& e, const workload::Partition& partition, const workload::Knob& knob) {
+  return e.sync_per_loop_op && runs_partition_loop(partition, knob) ? host_time_s(e, partition, knob) : 0.0;
 }
 
 double instruction_time_s(const EngineSpec& e, double gpu_time_s, double host_time_s) {

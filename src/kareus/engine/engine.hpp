@@ -15,7 +15,8 @@
 // Example:
 //   EngineSpec e = load_engine("megatron-te-eager");
 //   double h = host_time_s(e, find_partition(parts, "fwd_mlp"), {1410, 24, "norm_0"});
-//   double t = instruction_time_s(e, /*gpu_time_s=*/0.05, /*host_time_s=*/0.03);
+//   double exposed = exposed_host_time_s(e, find_partition(parts, "fwd_mlp"), {1410, 24, "norm_0"});
+//   double t = instruction_time_s(e, /*gpu_time_s=*/0.05 + exposed, /*host_time_s=*/0.03);
 #pragma once
 
 #include <filesystem>
@@ -59,6 +60,10 @@ struct EngineSpec {
   // optimizer and Megatron's timers call torch.cuda.synchronize there), so each instruction starts
   // with an empty GPU queue and waits for its first kernel's issue.
   bool sync_per_instruction = false;
+  // The host waits for the GPU before each op of the nanobatched per-op loop ("op_sync":
+  // "partition_loop"): the loop's host time adds to its partitions' GPU time instead of hiding
+  // behind it (exposed_host_time_s).
+  bool sync_per_loop_op = false;
   // Framework calls per op of ours, where one of our ops is more than one call (the artifact's
   // residual fork beside its bias-dropout-add, the QKV split after the QKV GEMM): op name -> calls.
   std::map<std::string, int> partition_calls;
@@ -91,6 +96,12 @@ nlohmann::ordered_json to_json(const EngineSpec& engine);
 // sequential knob, or a partition without a collective, runs the un-split segment through the
 // framework's modules, of which a layer partition is charged half.
 double host_time_s(const EngineSpec& engine, const workload::Partition& partition, const workload::Knob& knob);
+
+// Host seconds that add to a run of `partition` under `knob`, on top of its GPU time: its whole
+// host_time_s where the engine waits for the GPU at each op of the per-op loop the knob runs
+// (sync_per_loop_op, an overlapped knob of a partition with a collective); else 0, the host's time
+// hidden behind the GPU's as far as instruction_time_s says. The GPU idles through it.
+double exposed_host_time_s(const EngineSpec& engine, const workload::Partition& partition, const workload::Knob& knob);
 
 // An instruction's time from its kernels' GPU time (every partition back to back, the GPU never
 // waiting) and its host time (every partition's host_time_s): a kernel starts no earlier than its

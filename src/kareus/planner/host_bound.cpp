@@ -20,8 +20,9 @@ std::vector<HostBoundPartition> host_bound_partitions(const Job& job, const plan
           if (!seen.emplace(k.key, knob).second) continue;
           const workload::Partition& partition = workload::find_partition(partitions, k.key);
           const evaluate::EvalResult r = evaluator.evaluate(partition, knob);
-          const double host_s = engine::host_time_s(engine, partition, knob);
-          if (r.ok() && host_s > r.time_s) out.push_back({k.key, knob, r.time_s, host_s});
+          const HostBoundPartition p{k.key, knob, r.time_s, engine::host_time_s(engine, partition, knob),
+                                     engine::exposed_host_time_s(engine, partition, knob)};
+          if (r.ok() && (p.host_bound() || p.exposed_host_s > 0)) out.push_back(p);
         }
       }
     }
