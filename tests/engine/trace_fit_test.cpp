@@ -57,6 +57,8 @@ RC_GTEST_PROP(TraceFit, ATraceOfAnEngineFitsBackToIt, ()) {
   e.host.partition_s = *rc::gen::inRange(1, 100) * 1e-6;
   const int ops = *rc::gen::inRange(1, 8);
   const bool kineto = *rc::gen::arbitrary<bool>();
+  // Kineto records the CUDA runtime: there, the loop's ops hold a blocking call or a launch.
+  const bool waits = *rc::gen::arbitrary<bool>();
   nlohmann::json events = nlohmann::json::array();
   auto span = [&](const std::string& name, double ts_us, double dur_us, int tid) {
     nlohmann::json ev = {{"name", name}, {"ph", "X"}, {"ts", ts_us}, {"dur", dur_us}, {"tid", tid}};
@@ -77,6 +79,10 @@ RC_GTEST_PROP(TraceFit, ATraceOfAnEngineFitsBackToIt, ()) {
       for (int k = 0; k < ops; ++k, inner += op) {
         span("kareus:partition_op", inner, op, tid);
         span("aten::add", inner + op / 4, op / 2, tid);
+        if (kineto) {
+          events.push_back({{"name", waits ? "cudaStreamSynchronize" : "cudaLaunchKernel"}, {"ph", "X"},
+                            {"cat", "cuda_runtime"}, {"ts", inner + op / 2}, {"dur", op / 8}, {"pid", 7}, {"tid", tid}});
+        }
       }
       t += own + ops * op + 5;
     }
@@ -96,6 +102,11 @@ RC_GTEST_PROP(TraceFit, ATraceOfAnEngineFitsBackToIt, ()) {
   RC_ASSERT(std::abs(fit.engine.host.collective_call_s - e.host.collective_call_s) < 1e-12);
   RC_ASSERT(std::abs(fit.engine.host.partition_s - e.host.partition_s) < 1e-12);
   RC_ASSERT(fit.fitted.at("partition_op_us").spans == static_cast<std::size_t>(6 * ops));
+  // Where the host waits: read from the runtime calls where the trace has them, else the base's.
+  RC_ASSERT(fit.engine.sync_per_loop_op == (kineto ? waits : load_engine("megatron-te-eager").sync_per_loop_op));
+  RC_ASSERT(fit.loop_ops_waiting == (kineto && waits ? fit.loop_ops : 0u));
+  RC_ASSERT(fit.engine.sources.at("op_sync").get<std::string>().find("synthetic.json") != std::string::npos ||
+            !kineto);
 }
 
 TEST(TraceFit, WhatIsNoTraceOrNamesNoCostIsAnErrorNamingIt) {

@@ -430,6 +430,13 @@ int run_fit_engine(const HwFlags& flags) {
     fmt::print("{:<20} {:>6} {:>11.2f} {:>11.2f} {:>11.2f} {:>11.2f}\n", f.key, it->second.spans,
                base.host.*f.member * 1e6, it->second.median_s * 1e6, it->second.min_s * 1e6, it->second.max_s * 1e6);
   }
+  if (fit.runtime_calls == 0) {
+    fmt::print("The trace records no CUDA runtime calls, so it cannot say where the host waits: op_sync kept ({})\n",
+               out.sync_per_loop_op ? "partition_loop" : "none");
+  } else if (fit.loop_ops > 0) {
+    fmt::print("{} of {} nanobatched-loop ops hold a call that blocks the host on the GPU: op_sync {}\n",
+               fit.loop_ops_waiting, fit.loop_ops, out.sync_per_loop_op ? "partition_loop" : "none");
+  }
   fmt::print("Wrote {}\n", flags.out);
   return 0;
 }

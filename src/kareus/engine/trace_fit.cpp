@@ -34,6 +34,25 @@ bool on_cpu(const nlohmann::json& e) {
          e.value("name", "").starts_with(kPrefix);
 }
 
+// A CUDA runtime or driver call, which Kineto records under its own categories.
+bool runtime_call(const nlohmann::json& e) {
+  const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+  return cat == "cuda_runtime" || cat == "cuda_driver";
+}
+
+// The calls that return only once the GPU has reached them (or, for cudaFree, drained the device).
+bool blocks_host(const std::string& name) {
+  static constexpr std::string_view kBlocking[] = {"cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                                   "cudaEventSynchronize",  "cudaMemcpy",
+                                                   "cudaFree",              "cuStreamSynchronize",
+                                                   "cuCtxSynchronize",      "cuEventSynchronize",
+                                                   "cuMemFree"};
+  for (std::string_view b : kBlocking) {
+    if (name == b || name.starts_with(std::string(b) + "_v")) return true;  // cuMemFree_v2
+  }
+  return false;
+}
+
 std::string key_of_label(const std::string& name, const std::string& source) {
   const std::string constant = name.substr(kPrefix.size()) + "_us";
   for (const HostCostField& c : host_cost_fields()) {
@@ -64,8 +83,20 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
     throw InputError({source, 0, 0, "traceEvents"}, "not a Chrome trace: expected a list of events or {\"traceEvents\": [...]}");
   }
   std::vector<Span> spans;
+  std::vector<Span> blocking;  // the runtime calls that block the host
+  std::size_t runtime_calls = 0;
   for (const nlohmann::json& e : *events) {
-    if (!e.is_object() || e.value("ph", "") != "X" || !on_cpu(e)) continue;
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    if (runtime_call(e)) {
+      ++runtime_calls;
+      const nlohmann::json ts = e.value("ts", nlohmann::json()), dur = e.value("dur", nlohmann::json());
+      if (blocks_host(e.value("name", "")) && ts.is_number() && dur.is_number()) {
+        blocking.push_back({ts.get<double>(), ts.get<double>() + dur.get<double>(),
+                            text_of(e.value("pid", nlohmann::json())) + "/" + text_of(e.value("tid", nlohmann::json())), "", 0});
+      }
+      continue;
+    }
+    if (!on_cpu(e)) continue;
     const nlohmann::json ts = e.value("ts", nlohmann::json()), dur = e.value("dur", nlohmann::json());
     if (!ts.is_number() || !dur.is_number() || !(dur.get<double>() >= 0) || !std::isfinite(ts.get<double>())) {
       throw InputError({source, 0, 0, "traceEvents"},
@@ -125,6 +156,21 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
                                           key.substr(0, key.size() - 3), c.min_s * 1e6, c.max_s * 1e6);
   }
   fit.host_s_per_top_level_op = fit.top_level_ops ? top_level_busy_us * 1e-6 / static_cast<double>(fit.top_level_ops) : 0;
+  fit.runtime_calls = runtime_calls;
+  for (const Span& op : spans) {
+    if (op.label != "partition_op_us") continue;
+    ++fit.loop_ops;
+    fit.loop_ops_waiting += std::any_of(blocking.begin(), blocking.end(), [&](const Span& b) {
+      return b.thread == op.thread && b.start_us >= op.start_us && b.end_us <= op.end_us;
+    });
+  }
+  if (runtime_calls > 0 && fit.loop_ops > 0) {
+    fit.engine.sync_per_loop_op = 2 * fit.loop_ops_waiting >= fit.loop_ops;
+    fit.engine.sources["op_sync"] =
+        fmt::format("fitted to {}: {} of the {} spans labelled '{}partition_op' hold a call that blocks the host on the "
+                    "GPU (a stream, device or event synchronisation, a synchronous copy, cudaFree)",
+                    path.filename().string(), fit.loop_ops_waiting, fit.loop_ops, kPrefix);
+  }
   return fit;
 }
 

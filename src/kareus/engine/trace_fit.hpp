@@ -12,6 +12,13 @@
 // Constants without a labelled span keep the base engine's value. The trace's other CPU ops are
 // only counted: how many top-level ops each host thread ran, and their host time per op.
 //
+// Where the host waits: a trace that records the CUDA runtime (torch.profiler with CUDA activities)
+// shows each call that blocks the host on the GPU (cudaStreamSynchronize, cudaDeviceSynchronize,
+// cudaEventSynchronize, a synchronous cudaMemcpy, cudaFree, and their driver forms). When at least
+// half of the spans labelled kareus:partition_op hold one, the fitted engine waits for the GPU at
+// each op of its loop (EngineSpec::sync_per_loop_op), else it keeps ahead; a trace without runtime
+// calls keeps the base's setting.
+//
 // Thread-safety: pure functions.
 // Example:
 //   TraceFit fit = fit_engine_trace(load_engine("megatron-te-eager"), "trace.json");
@@ -37,6 +44,8 @@ struct TraceFit {
   std::map<std::string, FittedCost> fitted;  // by host cost key, e.g. "layer_op_us"
   std::size_t top_level_ops = 0;             // CPU ops not nested in another, on every thread
   double host_s_per_top_level_op = 0;        // their busy time over their count
+  std::size_t runtime_calls = 0;             // CUDA runtime and driver calls recorded
+  std::size_t loop_ops = 0, loop_ops_waiting = 0;  // kareus:partition_op spans, those holding a blocking call
 };
 
 // InputError naming the file for anything that is not such a trace, for a label that names no
