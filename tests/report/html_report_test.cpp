@@ -82,7 +82,8 @@ TEST(HtmlReport, SharesThePageAndKeepsItsSectionsInOrder) {
 
 TEST(TrustNote, NamesTheModelsKnownErrorAndWhereItIsMeasured) {
   EXPECT_TRUE(Contains(trust_note(evaluate::Provenance::kModel), "docs/model.md"));
-  EXPECT_TRUE(Contains(trust_note(evaluate::Provenance::kModel), "twice the measured gain"));
+  EXPECT_TRUE(Contains(trust_note(evaluate::Provenance::kModel), "within 2 points of the measured"));
+  EXPECT_TRUE(Contains(trust_note(evaluate::Provenance::kModel), "5.7% short"));
   EXPECT_FALSE(Contains(trust_note(evaluate::Provenance::kMeasurement), "model"));
 }
 
