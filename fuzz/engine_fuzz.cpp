@@ -1,6 +1,7 @@
 // Engine files (data/engines/*.json, `--engine FILE`): read by load_engine_spec; an accepted engine
 // gives every partition of the default job its host time under a sequential and an overlapped
-// knob, and an instruction its time from its GPU and host sums.
+// knob (and the overlapped one's host time exposed on the GPU), and an instruction its time from
+// its GPU and host sums.
 #include <cstddef>
 #include <cstdint>
 
@@ -23,7 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     double host_s = 0;
     for (const workload::Partition& p : fuzz::default_job().partitions) {
       host_s += engine::host_time_s(spec, p, {.freq_mhz = 1410});
-      if (p.collective && !p.slots.empty()) host_s += engine::host_time_s(spec, p, {1410, 16, p.slots.front().name});
+      if (p.collective && !p.slots.empty()) {
+        const workload::Knob overlapped{1410, 16, p.slots.front().name};
+        host_s += engine::host_time_s(spec, p, overlapped);
+        engine::exposed_host_time_s(spec, p, overlapped);
+      }
     }
     engine::instruction_time_s(spec, 0.05, host_s);
   });
