@@ -24,10 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     double host_s = 0;
     for (const workload::Partition& p : fuzz::default_job().partitions) {
       host_s += engine::host_time_s(spec, p, {.freq_mhz = 1410});
+      engine::exposed_host_time_s(spec, p, engine::IssuePath::kModules);
       if (p.collective && !p.slots.empty()) {
         const workload::Knob overlapped{1410, 16, p.slots.front().name};
         host_s += engine::host_time_s(spec, p, overlapped);
-        engine::exposed_host_time_s(spec, p, overlapped);
+        engine::exposed_host_time_s(spec, p, engine::IssuePath::kLoop);
       }
     }
     engine::instruction_time_s(spec, 0.05, host_s);

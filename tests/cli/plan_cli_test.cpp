@@ -113,12 +113,12 @@ TEST_F(PlanCli, TheEngineIsNamedAndASlowHostShowsWhereItBinds) {
   ASSERT_EQ(run("plan --out " + path("default")).exit_code, 0);
   const auto plain = nlohmann::json::parse(slurp(path("default/summary.json")));
   EXPECT_EQ(plain.at("engine"), "megatron-te-eager");
-  // The artifact's loop waits for the GPU at each op: its partitions are listed with the host time
-  // that adds to theirs, none host-bound.
+  // The artifact's loop waits for the GPU at each op: the partitions of the instructions that
+  // overlap run it, a sequential one among them too, and are listed with the host time that adds
+  // to theirs, none host-bound.
   ASSERT_FALSE(plain.at("host_bound_partitions").empty()) << plain.dump();
   for (const auto& p : plain.at("host_bound_partitions")) {
     EXPECT_FALSE(p.at("host_bound").get<bool>()) << p.dump();
-    EXPECT_NE(p.at("slot"), "none") << p.dump();
     EXPECT_GT(p.at("exposed_host_s").get<double>(), 0) << p.dump();
     EXPECT_EQ(p.at("exposed_host_s").get<double>(), p.at("host_time_s").get<double>()) << p.dump();
   }

@@ -1,6 +1,8 @@
 #include "kareus/compose/compose.hpp"
 
 #include <gtest/gtest.h>
+
+#include <optional>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
@@ -219,8 +221,8 @@ RC_GTEST_PROP(Compose, MatchesBruteForceParetoSums, ()) {
 // Under an engine, the composed options at a clock equal the Pareto set, in the instruction's time
 // and effective energy, of brute-force choices each timed by engine::instruction_time_s from its
 // GPU and host sums, its idle time charged at P_static (and, where the engine's loop waits for the
-// GPU at each op, its partitions' host time on the GPU's side): pruning by GPU time, host time and
-// effective energy loses no plan.
+// GPU at each op, its partitions' host time on the GPU's side, in every instruction that overlaps):
+// pruning by GPU time, host time and effective energy loses no plan.
 RC_GTEST_PROP(Compose, MatchesBruteForceUnderAnEngine, ()) {
   Job s = one_layer_per_stage();
   PartitionPoints points = random_points(s);
@@ -240,26 +242,46 @@ RC_GTEST_PROP(Compose, MatchesBruteForceUnderAnEngine, ()) {
     InstructionKeys keys = instruction_keys(s.model, s.parallel, 0, type);
     std::vector<std::string> all = keys.keys;
     all.insert(all.end(), keys.fixed.begin(), keys.fixed.end());
+    // Every choice of a point per key, then its sums on the issue path it takes: with an engine
+    // whose loop waits at each op, the loop once any partition overlaps (its sequential ones in it
+    // too, their host time on the GPU's side, idle), the modules when none does; else the path
+    // each knob implies.
+    std::vector<std::vector<const PartitionPoint*>> choices{{}};
+    for (const std::string& key : all) {
+      std::vector<std::vector<const PartitionPoint*>> next;
+      for (const auto& c : choices) {
+        for (const PartitionPoint& p : points.at(key)) {
+          next.push_back(c);
+          next.back().push_back(&p);
+        }
+      }
+      choices = std::move(next);
+    }
     struct Sum {
       double gpu_s = 0, host_s = 0, energy_j = 0;
     };
-    std::vector<Sum> sums{{}};
-    for (const std::string& key : all) {
-      const workload::Partition& partition = workload::find_partition(partitions, key);
-      const int count = partition.per_layer ? partition.count : 1;
-      std::vector<Sum> next;
-      for (const Sum& a : sums) {
-        for (const PartitionPoint& p : points.at(key)) {
-          // A loop that waits for the GPU at each op runs its host time on the GPU's clock, idle.
-          const double exposed = engine.sync_per_loop_op && !p.knob.sequential() && partition.collective
-                                     ? engine::host_time_s(engine, partition, p.knob)
-                                     : 0.0;
-          next.push_back({a.gpu_s + count * (p.time_s + exposed),
-                          a.host_s + count * engine::host_time_s(engine, partition, p.knob),
-                          a.energy_j + count * (p.energy_j + p_static * exposed)});
-        }
+    std::vector<Sum> sums;
+    for (const auto& c : choices) {
+      bool overlaps = false;
+      for (std::size_t k = 0; k < all.size(); ++k) {
+        overlaps = overlaps || (!c[k]->knob.sequential() && workload::find_partition(partitions, all[k]).collective);
       }
-      sums = next;
+      {
+        Sum x;
+        for (std::size_t k = 0; k < all.size(); ++k) {
+          const workload::Partition& partition = workload::find_partition(partitions, all[k]);
+          const int count = partition.per_layer ? partition.count : 1;
+          // Written out, not engine::issue_path: the loop once any partition overlaps, where the
+          // engine's loop waits; else the path the knob implies.
+          const engine::IssuePath on = engine.sync_per_loop_op && overlaps ? engine::IssuePath::kLoop
+                                                                           : engine::path_of(c[k]->knob);
+          const double exposed = engine::exposed_host_time_s(engine, partition, on);
+          x.gpu_s += count * (c[k]->time_s + exposed);
+          x.host_s += count * engine::host_time_s(engine, partition, on);
+          x.energy_j += count * (c[k]->energy_j + p_static * exposed);
+        }
+        sums.push_back(x);
+      }
     }
     std::vector<TimeEnergy> effective;
     for (const Sum& x : sums) {

@@ -133,13 +133,16 @@ TEST(EngineHostTime, CountsEachPathsCalls) {
   const double ops = static_cast<double>(p.ops.size());
   EXPECT_NEAR(host_time_s(e, p, {1410, 24, "norm_0"}), ops * 40e-6 + 10e-6 + 3 * 2e-6 + 5e-6, 1e-15);
   EXPECT_NEAR(host_time_s(e, p, {1410, 24, "none"}), 0.5 * (ops * 30e-6 + 10e-6), 1e-15);
-  // The slot does not change what the host issues.
+  // The slot does not change what the host issues; the path does, whatever the knob.
   EXPECT_EQ(host_time_s(e, p, {1410, 24, "norm_0"}), host_time_s(e, p, {900, 8, "linear_1"}));
+  EXPECT_EQ(host_time_s(e, p, IssuePath::kLoop), host_time_s(e, p, {1410, 24, "norm_0"}));
+  EXPECT_EQ(host_time_s(e, p, IssuePath::kModules), host_time_s(e, p, {1410, 24, "none"}));
 }
 
 // What the host adds to a partition's GPU time: the loop's whole host time where it waits at each
-// op, and only there; nothing for the sequential knob, a partition without a collective, or an
-// engine that keeps ahead.
+// op, whatever the knob (a sequential partition of a nanobatched instruction runs the loop too), and
+// only there; nothing on the modules, for a partition without a collective, or for an engine that
+// keeps ahead.
 RC_GTEST_PROP(EngineExposedHostTime, IsTheLoopsHostTimeWhereItWaitsAndGrowsWithItsCosts, ()) {
   EngineSpec e = engine_from_json(valid_engine(), "e.json");
   e.host.partition_op_s = *rc::gen::inRange(0, 500) * 1e-6;
@@ -149,17 +152,17 @@ RC_GTEST_PROP(EngineExposedHostTime, IsTheLoopsHostTimeWhereItWaitsAndGrowsWithI
   const auto parts = workload::build_partitions(model, workload::validated(model, {}));
   const workload::Partition& p = *rc::gen::elementOf(parts);
   const workload::Knob overlapped{1410, 24, p.slots.empty() ? "none" : p.slots.front().name};
-  const workload::Knob sequential{1410, 24, "none"};
-  RC_ASSERT(exposed_host_time_s(e, p, sequential) == 0.0);
-  const double exposed = exposed_host_time_s(e, p, overlapped);
-  if (e.sync_per_loop_op && p.collective && !overlapped.sequential()) {
+  RC_ASSERT(exposed_host_time_s(e, p, IssuePath::kModules) == 0.0);
+  const double exposed = exposed_host_time_s(e, p, IssuePath::kLoop);
+  if (e.sync_per_loop_op && p.collective) {
+    RC_ASSERT(exposed == host_time_s(e, p, IssuePath::kLoop));
     RC_ASSERT(exposed == host_time_s(e, p, overlapped));
   } else {
     RC_ASSERT(exposed == 0.0);
   }
   EngineSpec dearer = e;
   dearer.host.partition_op_s += 1e-6;
-  RC_ASSERT(exposed_host_time_s(dearer, p, overlapped) >= exposed);
+  RC_ASSERT(exposed_host_time_s(dearer, p, IssuePath::kLoop) >= exposed);
 }
 
 // An instruction's time from its sums, against an op-by-op host timeline (kernel i starts at

@@ -205,34 +205,66 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
         }
 
         for (double clock : usable) {
-          // Per key, its points at this clock (Pareto in time and effective energy), weighted.
+          // Per key, its points at this clock.
           std::vector<std::vector<const PartitionPoint*>> candidates;
-          std::vector<Combo> combos{Combo{}};
           for (const Term& t : terms) {
-            std::vector<Combo> own;
             std::vector<const PartitionPoint*> list;
             for (const PartitionPoint& p : points.at(t.key)) {
-              if (!same_clock(p.knob.freq_mhz, clock)) continue;
-              const double exposed_s = engine::exposed_host_time_s(options.engine, t.partition, p.knob);
-              own.push_back({p.time_s + exposed_s, p.energy_j + options.p_static_w * exposed_s,
-                             engine::host_time_s(options.engine, t.partition, p.knob),
-                             {static_cast<std::uint32_t>(list.size())}});
-              list.push_back(&p);
+              if (same_clock(p.knob.freq_mhz, clock)) list.push_back(&p);
             }
-            prune(own, options.p_static_w);
-            std::vector<Combo> next;
-            next.reserve(combos.size() * own.size());
-            for (const Combo& c : combos) {
-              for (const Combo& o : own) {
-                Combo sum{c.time_s + t.multiplicity * o.time_s, c.energy_j + t.multiplicity * o.energy_j,
-                          c.host_s + t.multiplicity * o.host_s, c.choice};
-                sum.choice.push_back(o.choice.front());
-                next.push_back(std::move(sum));
-              }
-            }
-            prune(next, options.p_static_w);
-            combos = std::move(next);
             candidates.push_back(std::move(list));
+          }
+          // The instruction's choices where it overlaps some partition, or none (every knob
+          // sequential): per key its points, each on its issue path (engine::issue_path; Pareto in
+          // time, host time and effective energy), weighted, summed over the keys.
+          auto compose_on = [&](bool overlapping) {
+            std::vector<Combo> combos{Combo{}};
+            for (std::size_t k = 0; k < terms.size() && !combos.empty(); ++k) {
+              const Term& t = terms[k];
+              std::vector<Combo> own;
+              for (std::size_t i = 0; i < candidates[k].size(); ++i) {
+                const PartitionPoint& p = *candidates[k][i];
+                if (!overlapping && !p.knob.sequential() && t.partition.collective) continue;
+                const engine::IssuePath on = engine::issue_path(options.engine, p.knob, overlapping);
+                const double exposed_s = engine::exposed_host_time_s(options.engine, t.partition, on);
+                own.push_back({p.time_s + exposed_s, p.energy_j + options.p_static_w * exposed_s,
+                               engine::host_time_s(options.engine, t.partition, on), {static_cast<std::uint32_t>(i)}});
+              }
+              prune(own, options.p_static_w);
+              std::vector<Combo> next;
+              next.reserve(combos.size() * own.size());
+              for (const Combo& c : combos) {
+                for (const Combo& o : own) {
+                  Combo sum{c.time_s + t.multiplicity * o.time_s, c.energy_j + t.multiplicity * o.energy_j,
+                            c.host_s + t.multiplicity * o.host_s, c.choice};
+                  sum.choice.push_back(o.choice.front());
+                  next.push_back(std::move(sum));
+                }
+              }
+              prune(next, options.p_static_w);
+              combos = std::move(next);
+            }
+            return combos;
+          };
+          // An engine whose loop waits at each op runs the whole instruction in it once any partition
+          // overlaps, its sequential partitions included (their host time exposed too); an
+          // instruction that overlaps nothing runs the un-split modules, as Perseus's plans do. (The
+          // loop's sequential partitions keep the un-split segment's GPU cost: the artifact runs
+          // them nanobatched, a few kernels and one collective call more.)
+          std::vector<Combo> combos;
+          if (options.engine.sync_per_loop_op) {
+            auto overlaps = [&](const Combo& c) {
+              for (std::size_t k = 0; k < terms.size(); ++k) {
+                if (terms[k].partition.collective && !candidates[k][c.choice[k]]->knob.sequential()) return true;
+              }
+              return false;
+            };
+            combos = compose_on(false);
+            for (Combo& c : compose_on(true)) {
+              if (overlaps(c)) combos.push_back(std::move(c));
+            }
+          } else {
+            combos = compose_on(true);  // each point on the path its knob implies
           }
           // The instruction as the engine runs it: the GPU idles, at P_static, wherever the host is
           // behind it. A combo kept for its host time may lose once both are taken together.

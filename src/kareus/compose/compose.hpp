@@ -25,8 +25,10 @@
 // An engine (engine/engine.hpp) adds the host's side: every point's host time under its knob is
 // summed beside its GPU time, and an instruction takes engine::instruction_time_s of the two, its
 // idle time between kernels at P_static. Where the engine waits for the GPU at each op of the
-// nanobatched loop, a point's exposed host time (engine::exposed_host_time_s) joins its GPU time
-// first, at P_static, so that a sequential knob can beat an overlapped one on it. Sums are then pruned in (GPU time, host time, effective
+// nanobatched loop, an instruction that overlaps any partition runs all of them in it, each
+// point's exposed host time (engine::exposed_host_time_s) joining its GPU time first, at P_static;
+// one that overlaps none runs the un-split modules (engine::issue_path). So an instruction run
+// un-split can beat the overlapped ones. Sums are then pruned in (GPU time, host time, effective
 // energy), each of which only ever worsens the instruction, so nothing on the front is lost. The
 // default engine is idle (no host cost, no synchronisation), and the table is what the GPU alone
 // gives.

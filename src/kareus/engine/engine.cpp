@@ -51,11 +51,6 @@ double layer_path_s(const EngineSpec& e, const workload::Partition& whole) {
   return h;
 }
 
-// Whether `knob` runs `partition` through the nanobatched per-op loop, not the un-split modules.
-bool runs_partition_loop(const workload::Partition& partition, const workload::Knob& knob) {
-  return !knob.sequential() && partition.collective.has_value();
-}
-
 }  // namespace
 
 std::span<const HostCostField> host_cost_fields() { return kCostFields; }
@@ -137,22 +132,33 @@ EngineSpec load_engine(std::string_view name_or_path) {
                                     : load_engine_preset(name_or_path);
 }
 
-double host_time_s(const EngineSpec& e, const workload::Partition& partition, const workload::Knob& knob) {
-  if (!runs_partition_loop(partition, knob)) {
+IssuePath path_of(const workload::Knob& knob) { return knob.sequential() ? IssuePath::kModules : IssuePath::kLoop; }
+
+IssuePath issue_path(const EngineSpec& e, const workload::Knob& knob, bool instruction_overlaps) {
+  return e.sync_per_loop_op && instruction_overlaps ? IssuePath::kLoop : path_of(knob);
+}
+
+double host_time_s(const EngineSpec& e, const workload::Partition& partition, IssuePath path) {
+  if (path == IssuePath::kModules || !partition.collective) {
     const double share = partition.per_layer ? 0.5 : 1.0;
     return share * layer_path_s(e, workload::unsplit(partition));
   }
-  // The per-op loop: every compute op; before the slot's op the other nanobatch's collective, after
-  // the comm stream waits on an event the compute stream recorded; at the end the compute stream
-  // waits on the collective. Three event calls.
+  // The per-op loop: every compute op; before the slot's op (after the last, for a sequential knob)
+  // the other nanobatch's collective, after the comm stream waits on an event the compute stream
+  // recorded; at the end the compute stream waits on the collective. Three event calls.
   double h = e.host.partition_s + calls_of(e.collective_calls, partition.collective->name) * e.host.collective_call_s +
              3 * e.host.event_s;
   for (const workload::ComputeOp& op : partition.ops) h += calls_of(e.partition_calls, op.name) * e.host.partition_op_s;
   return h;
 }
 
-double exposed_host_time_s(const EngineSpec& e, const workload::Partition& partition, const workload::Knob& knob) {
-  return e.sync_per_loop_op && runs_partition_loop(partition, knob) ? host_time_s(e, partition, knob) : 0.0;
+double host_time_s(const EngineSpec& e, const workload::Partition& partition, const workload::Knob& knob) {
+  return host_time_s(e, partition, path_of(knob));
+}
+
+double exposed_host_time_s(const EngineSpec& e, const workload::Partition& partition, IssuePath path) {
+  if (!e.sync_per_loop_op || path != IssuePath::kLoop || !partition.collective) return 0.0;
+  return host_time_s(e, partition, IssuePath::kLoop);
 }
 
 double instruction_time_s(const EngineSpec& e, double gpu_time_s, double host_time_s) {

@@ -15,10 +15,11 @@
 // Example:
 //   EngineSpec e = load_engine("megatron-te-eager");
 //   double h = host_time_s(e, find_partition(parts, "fwd_mlp"), {1410, 24, "norm_0"});
-//   double exposed = exposed_host_time_s(e, find_partition(parts, "fwd_mlp"), {1410, 24, "norm_0"});
+//   double exposed = exposed_host_time_s(e, find_partition(parts, "fwd_mlp"), IssuePath::kLoop);
 //   double t = instruction_time_s(e, /*gpu_time_s=*/0.05 + exposed, /*host_time_s=*/0.03);
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -90,18 +91,32 @@ EngineSpec load_engine(std::string_view name_or_path);  // a preset name or a pa
 EngineSpec engine_from_json(const nlohmann::ordered_json& doc, const std::string& source);
 nlohmann::ordered_json to_json(const EngineSpec& engine);
 
-// Host seconds to issue one run of `partition` under `knob`, counted as the partition's cost is
-// (evaluate::Evaluator): an overlapped knob runs the nanobatched per-op loop (every compute op,
-// the other nanobatch's collective call, the events that order it, the partition's setup); a
-// sequential knob, or a partition without a collective, runs the un-split segment through the
-// framework's modules, of which a layer partition is charged half.
+// How the host issues an instruction's partitions: through the framework's un-split modules, or
+// through the nanobatched per-op loop, which an instruction runs when it overlaps any of its
+// collectives. In the loop, a partition whose knob is sequential runs its nanobatch's ops with the
+// collective after them (the Kareus artifact's "none" slot), not the un-split segment.
+enum class IssuePath : std::uint8_t { kModules, kLoop };
+
+// The path a knob implies on its own: an overlapped knob runs the loop, a sequential one the modules.
+IssuePath path_of(const workload::Knob& knob);
+// The path a partition under `knob` takes in an instruction that overlaps some partition or none:
+// the loop for every partition of an overlapping instruction where the engine waits at each op of
+// its loop (sync_per_loop_op: the artifact runs the whole instruction nanobatched); else path_of.
+IssuePath issue_path(const EngineSpec& engine, const workload::Knob& knob, bool instruction_overlaps);
+
+// Host seconds to issue one run of `partition` on `path`, counted as the partition's cost is
+// (evaluate::Evaluator): in the loop, every compute op, the other nanobatch's collective call, the
+// events that order it and the partition's setup, whatever its knob; through the modules (and, on
+// either path, for a partition without a collective, which never runs the loop) the un-split
+// segment, of which a layer partition is charged half. With a knob: on path_of(knob).
+double host_time_s(const EngineSpec& engine, const workload::Partition& partition, IssuePath path);
 double host_time_s(const EngineSpec& engine, const workload::Partition& partition, const workload::Knob& knob);
 
-// Host seconds that add to a run of `partition` under `knob`, on top of its GPU time: its whole
-// host_time_s where the engine waits for the GPU at each op of the per-op loop the knob runs
-// (sync_per_loop_op, an overlapped knob of a partition with a collective); else 0, the host's time
-// hidden behind the GPU's as far as instruction_time_s says. The GPU idles through it.
-double exposed_host_time_s(const EngineSpec& engine, const workload::Partition& partition, const workload::Knob& knob);
+// Host seconds that add to a run of `partition` on `path`, on top of its GPU time: its loop host
+// time where the engine waits for the GPU at each op of the loop (sync_per_loop_op), the path is
+// the loop and the partition has a collective; else 0, the host's time hidden behind the GPU's as
+// far as instruction_time_s says. The GPU idles through it.
+double exposed_host_time_s(const EngineSpec& engine, const workload::Partition& partition, IssuePath path);
 
 // An instruction's time from its kernels' GPU time (every partition back to back, the GPU never
 // waiting) and its host time (every partition's host_time_s): a kernel starts no earlier than its

@@ -25,14 +25,15 @@ struct HostBoundPartition {
   std::string key;
   workload::Knob knob;
   double gpu_time_s = 0;   // the evaluator's time for the knob
-  double host_time_s = 0;  // engine::host_time_s for it
-  double exposed_host_s = 0;  // engine::exposed_host_time_s for it: added to the GPU time
+  double host_time_s = 0;     // engine::host_time_s for it, on its instruction's issue path
+  double exposed_host_s = 0;  // engine::exposed_host_time_s for it there: added to the GPU time
 
   bool host_bound() const { return host_time_s > gpu_time_s; }
 };
 
-// Each (partition, knob) of the plan's instructions once, in plan order, where host > GPU time or
-// the engine exposes host time. A plan without partition knobs (a baseline's) is read at its
+// Each (partition, knob, issue path) of the plan's instructions once, in plan order, where host >
+// GPU time or the engine exposes host time; an instruction runs the nanobatched loop when any of its
+// partitions overlaps. A plan without partition knobs (a baseline's) is read at its
 // method's knobs: none here.
 std::vector<HostBoundPartition> host_bound_partitions(const Job& job, const plan::Plan& plan,
                                                       const evaluate::Evaluator& evaluator,
