@@ -63,7 +63,8 @@ struct EngineSpec {
   bool sync_per_instruction = false;
   // The host waits for the GPU before each op of the nanobatched per-op loop ("op_sync":
   // "partition_loop"): the loop's host time adds to its partitions' GPU time instead of hiding
-  // behind it (exposed_host_time_s).
+  // behind it (exposed_host_time_s), and an instruction that overlaps any partition runs all of
+  // them in the loop (issue_path).
   bool sync_per_loop_op = false;
   // Framework calls per op of ours, where one of our ops is more than one call (the artifact's
   // residual fork beside its bias-dropout-add, the QKV split after the QKV GEMM): op name -> calls.
