@@ -64,6 +64,11 @@ std::string key_of_label(const std::string& name, const std::string& source) {
 
 std::string text_of(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// The host thread an event ran on: its process and thread ids.
+std::string thread_of(const nlohmann::json& e) {
+  return text_of(e.value("pid", nlohmann::json())) + "/" + text_of(e.value("tid", nlohmann::json()));
+}
+
 }  // namespace
 
 std::vector<std::string> trace_labels() {
@@ -91,8 +96,7 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
       ++runtime_calls;
       const nlohmann::json ts = e.value("ts", nlohmann::json()), dur = e.value("dur", nlohmann::json());
       if (blocks_host(e.value("name", "")) && ts.is_number() && dur.is_number()) {
-        blocking.push_back({ts.get<double>(), ts.get<double>() + dur.get<double>(),
-                            text_of(e.value("pid", nlohmann::json())) + "/" + text_of(e.value("tid", nlohmann::json())), "", 0});
+        blocking.push_back({ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0});
       }
       continue;
     }
@@ -102,8 +106,7 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
       throw InputError({source, 0, 0, "traceEvents"},
                        fmt::format("event '{}' has no finite ts and non-negative dur", e.value("name", "?")));
     }
-    Span s{ts.get<double>(), ts.get<double>() + dur.get<double>(),
-           text_of(e.value("pid", nlohmann::json())) + "/" + text_of(e.value("tid", nlohmann::json())), "", 0};
+    Span s{ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0};
     const std::string name = e.value("name", "");
     if (name.starts_with(kPrefix)) s.label = key_of_label(name, source);
     spans.push_back(std::move(s));
