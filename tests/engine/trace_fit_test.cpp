@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "kareus/core/error.hpp"
 
@@ -59,6 +60,7 @@ RC_GTEST_PROP(TraceFit, ATraceOfAnEngineFitsBackToIt, ()) {
   const bool kineto = *rc::gen::arbitrary<bool>();
   // Kineto records the CUDA runtime: there, the loop's ops hold a blocking call or a launch.
   const bool waits = *rc::gen::arbitrary<bool>();
+  const bool layer_waits = *rc::gen::arbitrary<bool>();  // and, apart, the un-split layer's op
   nlohmann::json events = nlohmann::json::array();
   auto span = [&](const std::string& name, double ts_us, double dur_us, int tid) {
     nlohmann::json ev = {{"name", name}, {"ph", "X"}, {"ts", ts_us}, {"dur", dur_us}, {"tid", tid}};
@@ -86,8 +88,14 @@ RC_GTEST_PROP(TraceFit, ATraceOfAnEngineFitsBackToIt, ()) {
       }
       t += own + ops * op + 5;
     }
-    span("kareus:layer_op", t, e.host.layer_op_s * 1e6, tid);
-    t += e.host.layer_op_s * 1e6;
+    const double layer = e.host.layer_op_s * 1e6;
+    span("kareus:layer_op", t, layer, tid);
+    span("aten::item", t + layer / 4, layer / 2, tid);
+    if (kineto && layer_waits) {
+      events.push_back({{"name", "cudaStreamSynchronize"}, {"ph", "X"}, {"cat", "cuda_runtime"},
+                        {"ts", t + layer / 2}, {"dur", layer / 8}, {"pid", 7}, {"tid", tid}});
+    }
+    t += layer;
     span("kareus:collective_call", t, e.host.collective_call_s * 1e6, tid);
     t += e.host.collective_call_s * 1e6 + 3;
   }
@@ -105,8 +113,36 @@ RC_GTEST_PROP(TraceFit, ATraceOfAnEngineFitsBackToIt, ()) {
   // Where the host waits: read from the runtime calls where the trace has them, else the base's.
   RC_ASSERT(fit.engine.sync_per_loop_op == (kineto ? waits : load_engine("megatron-te-eager").sync_per_loop_op));
   RC_ASSERT(fit.loop_ops_waiting == (kineto && waits ? fit.loop_ops : 0u));
+  RC_ASSERT(fit.layer_ops == 2u);
+  RC_ASSERT(fit.layer_ops_waiting == (kineto && layer_waits ? 2u : 0u));
+  // Each wait is put down to the innermost op around it: the loop's add, the layer's item.
+  std::map<std::string, std::size_t> where;
+  if (kineto && waits) where["aten::add: cudaStreamSynchronize"] = static_cast<std::size_t>(6 * ops);
+  if (kineto && layer_waits) where["aten::item: cudaStreamSynchronize"] = 2;
+  RC_ASSERT(fit.waits == where);
   RC_ASSERT(fit.engine.sources.at("op_sync").get<std::string>().find("synthetic.json") != std::string::npos ||
             !kineto);
+}
+
+// A blocking call outside every CPU op counts as such; one inside nested ops goes to the innermost
+// that holds it whole, on its own thread only, and marks the labelled span around it.
+TEST(TraceFit, AWaitGoesToTheInnermostOpOfItsThreadThatHoldsIt) {
+  auto ev = [](const std::string& name, const std::string& cat, double ts, double dur, int tid) {
+    return nlohmann::json{{"name", name}, {"ph", "X"}, {"cat", cat}, {"ts", ts}, {"dur", dur}, {"pid", 1}, {"tid", tid}};
+  };
+  const nlohmann::json events = nlohmann::json::array({
+      ev("kareus:layer_op", "user_annotation", 0, 100, 1),
+      ev("aten::empty", "cpu_op", 10, 50, 1),
+      ev("aten::fill_", "cpu_op", 20, 5, 1),              // ends before the call: not its maker
+      ev("cudaFree", "cuda_runtime", 30, 10, 1),          // in aten::empty
+      ev("aten::copy_", "cpu_op", 30, 40, 2),             // another thread: holds nothing of thread 1
+      ev("cudaMemcpy", "cuda_runtime", 200, 5, 1),        // outside every op
+      ev("kareus:layer_op", "user_annotation", 300, 10, 1),
+  });
+  const TraceFit fit = fit_engine_trace(load_engine("megatron-te-eager"), write_trace("waits.json", {{"traceEvents", events}}));
+  EXPECT_EQ(fit.waits, (std::map<std::string, std::size_t>{{"aten::empty: cudaFree", 1}, {"no CPU op: cudaMemcpy", 1}}));
+  EXPECT_EQ(fit.layer_ops, 2u);
+  EXPECT_EQ(fit.layer_ops_waiting, 1u);
 }
 
 TEST(TraceFit, WhatIsNoTraceOrNamesNoCostIsAnErrorNamingIt) {

@@ -408,6 +408,20 @@ std::string fit_command(const HwFlags& flags) {
   return command + " --out " + shell_quote(flags.out);
 }
 
+// Which CPU ops made the host wait for the GPU, the most frequent first.
+void print_waits(const std::map<std::string, std::size_t>& waits) {
+  std::vector<std::pair<std::size_t, std::string>> by_count;
+  std::size_t total = 0;
+  for (const auto& [where, n] : waits) by_count.emplace_back(n, where), total += n;
+  if (total == 0) {
+    fmt::print("No call in the trace blocks the host on the GPU\n");
+    return;
+  }
+  std::ranges::stable_sort(by_count, [](const auto& a, const auto& b) { return a.first > b.first; });
+  fmt::print("The host waited for the GPU {} time(s), in (innermost CPU op: call):\n", total);
+  for (const auto& [n, where] : by_count) fmt::print("  {:>8}  {}\n", n, where);
+}
+
 // hw fit --engine-trace: an engine file, not a GPU file; the fits of a GPU do not combine with it.
 int run_fit_engine(const HwFlags& flags) {
   if (!flags.base_gpu.empty() || !flags.profiles.empty() || !flags.plans.empty() || !flags.partitions.empty()) {
@@ -433,9 +447,16 @@ int run_fit_engine(const HwFlags& flags) {
   if (fit.runtime_calls == 0) {
     fmt::print("The trace records no CUDA runtime calls, so it cannot say where the host waits: op_sync kept ({})\n",
                out.sync_per_loop_op ? "partition_loop" : "none");
-  } else if (fit.loop_ops > 0) {
-    fmt::print("{} of {} nanobatched-loop ops hold a call that blocks the host on the GPU: op_sync {}\n",
-               fit.loop_ops_waiting, fit.loop_ops, out.sync_per_loop_op ? "partition_loop" : "none");
+  } else {
+    if (fit.loop_ops > 0) {
+      fmt::print("{} of {} nanobatched-loop ops hold a call that blocks the host on the GPU: op_sync {}\n",
+                 fit.loop_ops_waiting, fit.loop_ops, out.sync_per_loop_op ? "partition_loop" : "none");
+    }
+    if (fit.layer_ops > 0) {
+      fmt::print("{} of {} un-split layer ops (kareus:layer_op) hold a call that blocks the host on the GPU (no engine field models that yet)\n",
+                 fit.layer_ops_waiting, fit.layer_ops);
+    }
+    print_waits(fit.waits);
   }
   fmt::print("Wrote {}\n", flags.out);
   return 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -21,7 +22,47 @@ struct Span {
   std::string thread;
   std::string label;  // the host cost key ("layer_op_us"), empty for other ops
   double nested_labelled_us = 0;
+  std::string name;
+  bool holds_wait = false;  // a call that blocks the host on the GPU ran inside it
 };
+
+// Per thread, by start, the longer first at equal starts: a span's parent is the innermost open one.
+bool sweep_order(const Span& a, const Span& b) {
+  if (a.thread != b.thread) return a.thread < b.thread;
+  if (a.start_us != b.start_us) return a.start_us < b.start_us;
+  return a.end_us > b.end_us;
+}
+
+// Marks every span (in sweep_order) that holds one of the blocking `calls`, and counts the calls by
+// the innermost span around each and the call's name.
+std::map<std::string, std::size_t> mark_waits(std::vector<Span>& spans, std::vector<Span> calls) {
+  std::ranges::stable_sort(calls, sweep_order);
+  std::map<std::string, std::size_t> waits;
+  std::vector<std::size_t> open;  // indices into spans, outermost first
+  std::size_t next = 0;
+  auto ended_before = [&](std::size_t j, const Span& s) {
+    return spans[j].thread != s.thread || spans[j].end_us <= s.start_us;
+  };
+  for (const Span& call : calls) {
+    auto started = [&](const Span& s) {
+      return s.thread < call.thread || (s.thread == call.thread && s.start_us <= call.start_us);
+    };
+    while (next < spans.size() && started(spans[next])) {
+      while (!open.empty() && ended_before(open.back(), spans[next])) open.pop_back();
+      open.push_back(next++);
+    }
+    while (!open.empty() && ended_before(open.back(), call)) open.pop_back();
+    const Span* innermost = nullptr;
+    for (auto it = open.rbegin(); it != open.rend(); ++it) {
+      Span& s = spans[*it];
+      if (s.end_us < call.end_us) continue;  // ends inside the call: does not hold it
+      if (!innermost) innermost = &s;
+      s.holds_wait = true;
+    }
+    ++waits[fmt::format("{}: {}", innermost ? innermost->name : "no CPU op", call.name)];
+  }
+  return waits;
+}
 
 // Kineto marks CPU work with a category (cpu_op, user_annotation, python_function); the legacy
 // exporter puts it under the pid "CPU functions". GPU kernels and memcpys are neither.
@@ -96,7 +137,7 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
       ++runtime_calls;
       const nlohmann::json ts = e.value("ts", nlohmann::json()), dur = e.value("dur", nlohmann::json());
       if (blocks_host(e.value("name", "")) && ts.is_number() && dur.is_number()) {
-        blocking.push_back({ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0});
+        blocking.push_back({ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0, e.value("name", "")});
       }
       continue;
     }
@@ -106,17 +147,12 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
       throw InputError({source, 0, 0, "traceEvents"},
                        fmt::format("event '{}' has no finite ts and non-negative dur", e.value("name", "?")));
     }
-    Span s{ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0};
     const std::string name = e.value("name", "");
+    Span s{ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0, name};
     if (name.starts_with(kPrefix)) s.label = key_of_label(name, source);
     spans.push_back(std::move(s));
   }
-  // Per thread, by start (the longer first at equal starts): a span's parent is the innermost open one.
-  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.start_us != b.start_us) return a.start_us < b.start_us;
-    return a.end_us > b.end_us;
-  });
+  std::ranges::stable_sort(spans, sweep_order);
   TraceFit fit;
   fit.engine = base;
   double top_level_busy_us = 0;
@@ -160,12 +196,10 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
   }
   fit.host_s_per_top_level_op = fit.top_level_ops ? top_level_busy_us * 1e-6 / static_cast<double>(fit.top_level_ops) : 0;
   fit.runtime_calls = runtime_calls;
+  fit.waits = mark_waits(spans, std::move(blocking));
   for (const Span& op : spans) {
-    if (op.label != "partition_op_us") continue;
-    ++fit.loop_ops;
-    fit.loop_ops_waiting += std::any_of(blocking.begin(), blocking.end(), [&](const Span& b) {
-      return b.thread == op.thread && b.start_us >= op.start_us && b.end_us <= op.end_us;
-    });
+    if (op.label == "partition_op_us") ++fit.loop_ops, fit.loop_ops_waiting += op.holds_wait;
+    if (op.label == "layer_op_us") ++fit.layer_ops, fit.layer_ops_waiting += op.holds_wait;
   }
   if (runtime_calls > 0 && fit.loop_ops > 0) {
     fit.engine.sync_per_loop_op = 2 * fit.loop_ops_waiting >= fit.loop_ops;

@@ -17,7 +17,8 @@
 // cudaEventSynchronize, a synchronous cudaMemcpy, cudaFree, and their driver forms). When at least
 // half of the spans labelled kareus:partition_op hold one, the fitted engine waits for the GPU at
 // each op of its loop (EngineSpec::sync_per_loop_op), else it keeps ahead; a trace without runtime
-// calls keeps the base's setting.
+// calls keeps the base's setting. The same count for kareus:layer_op spans, and which CPU op made
+// each blocking call, say where an un-split layer waits, which no engine field models yet.
 //
 // Thread-safety: pure functions.
 // Example:
@@ -45,7 +46,11 @@ struct TraceFit {
   std::size_t top_level_ops = 0;             // CPU ops not nested in another, on every thread
   double host_s_per_top_level_op = 0;        // their busy time over their count
   std::size_t runtime_calls = 0;             // CUDA runtime and driver calls recorded
-  std::size_t loop_ops = 0, loop_ops_waiting = 0;  // kareus:partition_op spans, those holding a blocking call
+  std::size_t loop_ops = 0, loop_ops_waiting = 0;    // kareus:partition_op spans, those holding a blocking call
+  std::size_t layer_ops = 0, layer_ops_waiting = 0;  // kareus:layer_op spans (the un-split modules), the same
+  // Where the host waited: per blocking call, the innermost CPU op that made it and the call, e.g.
+  // "aten::item: cudaStreamSynchronize" (or "no CPU op: cudaFree") -> how many times.
+  std::map<std::string, std::size_t> waits;
 };
 
 // InputError naming the file for anything that is not such a trace, for a label that names no
