@@ -64,20 +64,26 @@ std::map<std::string, std::size_t> mark_waits(std::vector<Span>& spans, std::vec
   return waits;
 }
 
+// A string field of an event, or "" where it is missing or not a string (a trace's events carry
+// fields of many kinds; one that does not match is not the event this reader looks for).
+std::string string_field(const nlohmann::json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // Kineto marks CPU work with a category (cpu_op, user_annotation, python_function); the legacy
 // exporter puts it under the pid "CPU functions". GPU kernels and memcpys are neither.
 bool on_cpu(const nlohmann::json& e) {
-  if (e.contains("cat") && e["cat"].is_string()) {
-    const std::string cat = e["cat"];
+  if (const std::string cat = string_field(e, "cat"); !cat.empty()) {
     return cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat == "python_function";
   }
-  return e.value("pid", nlohmann::json()) == "CPU functions" || e.value("name", "").starts_with("aten::") ||
-         e.value("name", "").starts_with(kPrefix);
+  const std::string name = string_field(e, "name");
+  return e.value("pid", nlohmann::json()) == "CPU functions" || name.starts_with("aten::") || name.starts_with(kPrefix);
 }
 
 // A CUDA runtime or driver call, which Kineto records under its own categories.
 bool runtime_call(const nlohmann::json& e) {
-  const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+  const std::string cat = string_field(e, "cat");
   return cat == "cuda_runtime" || cat == "cuda_driver";
 }
 
@@ -132,12 +138,13 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
   std::vector<Span> blocking;  // the runtime calls that block the host
   std::size_t runtime_calls = 0;
   for (const nlohmann::json& e : *events) {
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    if (!e.is_object() || string_field(e, "ph") != "X") continue;
     if (runtime_call(e)) {
       ++runtime_calls;
       const nlohmann::json ts = e.value("ts", nlohmann::json()), dur = e.value("dur", nlohmann::json());
-      if (blocks_host(e.value("name", "")) && ts.is_number() && dur.is_number()) {
-        blocking.push_back({ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0, e.value("name", "")});
+      const std::string name = string_field(e, "name");
+      if (blocks_host(name) && ts.is_number() && dur.is_number()) {
+        blocking.push_back({ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0, name});
       }
       continue;
     }
@@ -145,9 +152,9 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
     const nlohmann::json ts = e.value("ts", nlohmann::json()), dur = e.value("dur", nlohmann::json());
     if (!ts.is_number() || !dur.is_number() || !(dur.get<double>() >= 0) || !std::isfinite(ts.get<double>())) {
       throw InputError({source, 0, 0, "traceEvents"},
-                       fmt::format("event '{}' has no finite ts and non-negative dur", e.value("name", "?")));
+                       fmt::format("event '{}' has no finite ts and non-negative dur", string_field(e, "name")));
     }
-    const std::string name = e.value("name", "");
+    const std::string name = string_field(e, "name");
     Span s{ts.get<double>(), ts.get<double>() + dur.get<double>(), thread_of(e), "", 0, name};
     if (name.starts_with(kPrefix)) s.label = key_of_label(name, source);
     spans.push_back(std::move(s));
