@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "kareus/core/error.hpp"
 #include "kareus/workload/model.hpp"
@@ -51,6 +52,8 @@ TEST(EngineJson, BadFieldsAreErrorsNamingTheField) {
   doc = valid_engine();
   doc["op_sync"] = "always";
   fails(doc, "op_sync");
+  doc["op_sync"] = "modules+partition_loop";  // one spelling of both
+  fails(doc, "op_sync");
   doc = valid_engine();
   doc["sources"].erase("event_us");
   fails(doc, "sources.event_us");
@@ -78,6 +81,18 @@ TEST(EngineJson, OpSyncIsTheArtifactsLoopAloneAndOffUnlessSaid) {
   EXPECT_FALSE(load_engine_preset("cuda-graphs").sync_per_loop_op);
   EXPECT_FALSE(load_engine_preset("kareus-executor").sync_per_loop_op);
   EXPECT_TRUE(load_engine_preset("megatron-te-eager").sources.contains("op_sync")) << "an inferred choice says why";
+  // The un-split modules wait only where a file says so (a trace, trace_fit.hpp): no preset does.
+  for (const std::string& name : engine_preset_names()) EXPECT_FALSE(load_engine_preset(name).sync_per_module_op) << name;
+  // Each value sets its paths, and an engine writes back the value it was read from.
+  for (const auto& [value, loop, modules] : {std::tuple{"none", false, false}, {"partition_loop", true, false},
+                                             {"modules", false, true}, {"partition_loop+modules", true, true}}) {
+    doc["op_sync"] = value;
+    const EngineSpec e = engine_from_json(doc, "e.json");
+    EXPECT_EQ(e.sync_per_loop_op, loop) << value;
+    EXPECT_EQ(e.sync_per_module_op, modules) << value;
+    EXPECT_EQ(to_json(e).at("op_sync"), value);
+    EXPECT_EQ(engine_from_json(to_json(e), "back.json"), e) << value;
+  }
 }
 
 TEST(EnginePresets, EveryPresetLoadsCitesItsCostsAndWritesBackEqual) {
@@ -140,21 +155,26 @@ TEST(EngineHostTime, CountsEachPathsCalls) {
 }
 
 // What the host adds to a partition's GPU time: the loop's whole host time where it waits at each
-// op, whatever the knob (a sequential partition of a nanobatched instruction runs the loop too), and
-// only there; nothing on the modules, for a partition without a collective, or for an engine that
-// keeps ahead.
-RC_GTEST_PROP(EngineExposedHostTime, IsTheLoopsHostTimeWhereItWaitsAndGrowsWithItsCosts, ()) {
+// op of the loop, whatever the knob (a sequential partition of a nanobatched instruction runs the
+// loop too), and the modules' where it waits at theirs (a partition without a collective runs them
+// on either path); nothing where it keeps ahead. More host cost never exposes less.
+RC_GTEST_PROP(EngineExposedHostTime, IsThePathsHostTimeWhereItWaitsAndGrowsWithItsCosts, ()) {
   EngineSpec e = engine_from_json(valid_engine(), "e.json");
   e.host.partition_op_s = *rc::gen::inRange(0, 500) * 1e-6;
+  e.host.layer_op_s = *rc::gen::inRange(0, 500) * 1e-6;
   e.host.collective_call_s = *rc::gen::inRange(0, 100) * 1e-6;
   e.sync_per_loop_op = *rc::gen::arbitrary<bool>();
+  e.sync_per_module_op = *rc::gen::arbitrary<bool>();
   const auto model = workload::load_model("llama-3.2-3b");
   const auto parts = workload::build_partitions(model, workload::validated(model, {}));
   const workload::Partition& p = *rc::gen::elementOf(parts);
   const workload::Knob overlapped{1410, 24, p.slots.empty() ? "none" : p.slots.front().name};
-  RC_ASSERT(exposed_host_time_s(e, p, IssuePath::kModules) == 0.0);
+  const double on_modules = exposed_host_time_s(e, p, IssuePath::kModules);
+  RC_ASSERT(on_modules == (e.sync_per_module_op ? host_time_s(e, p, IssuePath::kModules) : 0.0));
   const double exposed = exposed_host_time_s(e, p, IssuePath::kLoop);
-  if (e.sync_per_loop_op && p.collective) {
+  if (!p.collective) {
+    RC_ASSERT(exposed == on_modules);  // never the loop
+  } else if (e.sync_per_loop_op) {
     RC_ASSERT(exposed == host_time_s(e, p, IssuePath::kLoop));
     RC_ASSERT(exposed == host_time_s(e, p, overlapped));
   } else {
@@ -162,7 +182,9 @@ RC_GTEST_PROP(EngineExposedHostTime, IsTheLoopsHostTimeWhereItWaitsAndGrowsWithI
   }
   EngineSpec dearer = e;
   dearer.host.partition_op_s += 1e-6;
+  dearer.host.layer_op_s += 1e-6;
   RC_ASSERT(exposed_host_time_s(dearer, p, IssuePath::kLoop) >= exposed);
+  RC_ASSERT(exposed_host_time_s(dearer, p, IssuePath::kModules) >= on_modules);
 }
 
 // An instruction's time from its sums, against an op-by-op host timeline (kernel i starts at

@@ -115,6 +115,7 @@ RC_GTEST_PROP(TraceFit, ATraceOfAnEngineFitsBackToIt, ()) {
   RC_ASSERT(fit.loop_ops_waiting == (kineto && waits ? fit.loop_ops : 0u));
   RC_ASSERT(fit.layer_ops == 2u);
   RC_ASSERT(fit.layer_ops_waiting == (kineto && layer_waits ? 2u : 0u));
+  RC_ASSERT(fit.engine.sync_per_module_op == (kineto && layer_waits));  // the base's is off
   // Each wait is put down to the innermost op around it: the loop's add, the layer's item.
   std::map<std::string, std::size_t> where;
   if (kineto && waits) where["aten::add: cudaStreamSynchronize"] = static_cast<std::size_t>(6 * ops);

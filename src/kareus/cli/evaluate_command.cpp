@@ -85,9 +85,10 @@ int run_evaluate(const EvaluateFlags& flags) {
   const double exposed_s = engine::exposed_host_time_s(w.engine, partition, engine::path_of(knob));
   const double loop_exposed_s = engine::exposed_host_time_s(w.engine, partition, engine::IssuePath::kLoop);
   if (exposed_s > 0) {
-    fmt::print("  host issue      {:10.4f} ms under engine {} (it waits for the GPU at each op of this loop: the "
+    const bool loop = engine::path_of(knob) == engine::IssuePath::kLoop && partition.collective;
+    fmt::print("  host issue      {:10.4f} ms under engine {} (it waits for the GPU at each op of {}: the "
                "partition runs {:.4f} ms, the GPU idle for the host's share)\n",
-               host_s * 1e3, w.engine.name, (r.time_s + exposed_s) * 1e3);
+               host_s * 1e3, w.engine.name, loop ? "this loop" : "the un-split modules", (r.time_s + exposed_s) * 1e3);
   } else if (loop_exposed_s > 0) {
     fmt::print("  host issue      {:10.4f} ms under engine {} (un-split; in an instruction that overlaps another "
                "partition it runs the nanobatched loop, which waits for the GPU at each op: {:.4f} ms more)\n",

@@ -446,16 +446,16 @@ int run_fit_engine(const HwFlags& flags) {
   }
   if (fit.runtime_calls == 0) {
     fmt::print("The trace records no CUDA runtime calls, so it cannot say where the host waits: op_sync kept ({})\n",
-               out.sync_per_loop_op ? "partition_loop" : "none");
+               engine::op_sync_name(out));
   } else {
     if (fit.loop_ops > 0) {
-      fmt::print("{} of {} nanobatched-loop ops hold a call that blocks the host on the GPU: op_sync {}\n",
-                 fit.loop_ops_waiting, fit.loop_ops, out.sync_per_loop_op ? "partition_loop" : "none");
+      fmt::print("{} of {} nanobatched-loop ops (kareus:partition_op) hold a call that blocks the host on the GPU\n",
+                 fit.loop_ops_waiting, fit.loop_ops);
     }
     if (fit.layer_ops > 0) {
-      fmt::print("{} of {} un-split layer ops (kareus:layer_op) hold a call that blocks the host on the GPU (no engine field models that yet)\n",
-                 fit.layer_ops_waiting, fit.layer_ops);
+      fmt::print("{} of {} un-split module ops (kareus:layer_op) hold one\n", fit.layer_ops_waiting, fit.layer_ops);
     }
+    fmt::print("op_sync {}\n", engine::op_sync_name(out));
     print_waits(fit.waits);
   }
   fmt::print("Wrote {}\n", flags.out);

@@ -60,8 +60,9 @@ nlohmann::json host_bound_json(const std::vector<planner::HostBoundPartition>& l
 }
 
 // What the host does to the plan's partitions: which it cannot issue as fast as the GPU runs them,
-// and how much the engine's waiting loop adds to those it exposes.
-std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list, const std::string& engine) {
+// and how much the engine's waiting for the GPU adds to those it exposes.
+std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list, const engine::EngineSpec& spec) {
+  const std::string& engine = spec.name;
   std::string keys;
   std::size_t exposed = 0;
   const planner::HostBoundPartition* most = nullptr;  // the largest exposed share of a partition's time
@@ -78,9 +79,9 @@ std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list
   std::string line = keys.empty() ? fmt::format("Engine {}: the host issues every partition of the plan faster than the GPU runs it", engine)
                                   : fmt::format("Engine {}: host-bound partitions: {}", engine, keys);
   if (most) {
-    line += fmt::format("; it waits for the GPU at each op of the nanobatched loop, which adds the host's time to {} "
+    line += fmt::format("; it waits for the GPU at each op of {}, which adds the host's time to {} "
                         "partition knob(s) of the plan (at most {:.0f}%: {} at {:g} MHz, {:.3f} ms on {:.3f} ms)",
-                        exposed, 100 * most->exposed_host_s / most->gpu_time_s, most->key, most->knob.freq_mhz,
+                        engine::op_sync_where(spec), exposed, 100 * most->exposed_host_s / most->gpu_time_s, most->key, most->knob.freq_mhz,
                         most->exposed_host_s * 1e3, most->gpu_time_s * 1e3);
   }
   return line;
@@ -256,7 +257,7 @@ void print_plan(const planner::Job& job, const planner::JobPlan& p, const evalua
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "lowest energy", points.back().time_s, points.back().energy_j);
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", p.chosen_plan.time_s, p.chosen_plan.energy_j);
   if (p.baselines) print_baselines(*p.baselines, p.chosen_plan);
-  fmt::print("{}\n", host_bound_line(p.host_bound, options.engine.name));
+  fmt::print("{}\n", host_bound_line(p.host_bound, options.engine));
   fmt::print(
       "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
       "plans.json, summary.json, report.html, frontier.svg, timeline.svg\n",

@@ -132,10 +132,10 @@ void print_header(const ResolvedWorkload& w, const evaluate::Evaluator& evaluato
                                       : fmt::format("{} (measured samples)", evaluator.name()));
   fmt::print("Energy: one GPU running the partition once (J); effective energy = energy − {} W × time\n",
              w.gpu.static_power_w);
+  const std::string waits = engine::op_sync_where(w.engine);
   fmt::print("Engine: {} (host-bound: a frontier knob the host issues slower than the GPU runs it){}\n", w.engine.name,
-             w.engine.sync_per_loop_op ? "; it waits for the GPU at each op of the nanobatched loop, so `kareus plan` "
-                                         "adds an overlapped knob's host time to the times here, which are the GPU's"
-                                       : "");
+             waits.empty() ? "" : fmt::format("; it waits for the GPU at each op of {}, so `kareus plan` adds a knob's "
+                                              "host time there to the times here, which are the GPU's", waits));
   std::fflush(stdout);
 }
 

@@ -24,10 +24,12 @@ struct Combo {
   double energy_j = 0;
   double host_s = 0;
   std::vector<std::uint32_t> choice;
+  bool overlaps = false;  // some partition chosen overlaps its collective
 };
 
-// Keeps the Pareto set in (time, host time, effective energy); of equal points, the first. With
-// one host time throughout, that is the Pareto set in (time, effective energy).
+// Keeps the Pareto set in (time, host time, effective energy) of each kind of combo (overlapping some
+// partition or not); of equal points, the first. With one host time throughout and one kind, that is
+// the Pareto set in (time, effective energy).
 void prune(std::vector<Combo>& combos, double p_static_w) {
   auto effective = [&](const Combo& c) { return c.energy_j - p_static_w * c.time_s; };
   std::stable_sort(combos.begin(), combos.end(), [&](const Combo& a, const Combo& b) {
@@ -38,8 +40,10 @@ void prune(std::vector<Combo>& combos, double p_static_w) {
   for (Combo& c : combos) {
     // Kept points are no slower; c stays unless one of them also issues no slower at no more energy.
     const double e = effective(c);
+    // A combo that overlaps nothing yet never stands for one that does (an instruction in the
+    // waiting loop must overlap some partition), nor the other way round.
     const bool dominated = std::any_of(kept.rbegin(), kept.rend(), [&](const Combo& k) {
-      return k.host_s <= c.host_s && effective(k) <= e;
+      return k.overlaps == c.overlaps && k.host_s <= c.host_s && effective(k) <= e;
     });
     if (!dominated) kept.push_back(std::move(c));
   }
@@ -217,6 +221,9 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
           // The instruction's choices where it overlaps some partition, or none (every knob
           // sequential): per key its points, each on its issue path (engine::issue_path; Pareto in
           // time, host time and effective energy), weighted, summed over the keys.
+          // Where the loop waits, which instructions overlap decides their path: their combos keep
+          // that apart while they are summed (Combo::overlaps).
+          const bool loop_waits = options.engine.sync_per_loop_op;
           auto compose_on = [&](bool overlapping) {
             std::vector<Combo> combos{Combo{}};
             for (std::size_t k = 0; k < terms.size() && !combos.empty(); ++k) {
@@ -228,7 +235,8 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
                 const engine::IssuePath on = engine::issue_path(options.engine, p.knob, overlapping);
                 const double exposed_s = engine::exposed_host_time_s(options.engine, t.partition, on);
                 own.push_back({p.time_s + exposed_s, p.energy_j + options.p_static_w * exposed_s,
-                               engine::host_time_s(options.engine, t.partition, on), {static_cast<std::uint32_t>(i)}});
+                               engine::host_time_s(options.engine, t.partition, on), {static_cast<std::uint32_t>(i)},
+                               loop_waits && !p.knob.sequential() && t.partition.collective.has_value()});
               }
               prune(own, options.p_static_w);
               std::vector<Combo> next;
@@ -236,7 +244,7 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
               for (const Combo& c : combos) {
                 for (const Combo& o : own) {
                   Combo sum{c.time_s + t.multiplicity * o.time_s, c.energy_j + t.multiplicity * o.energy_j,
-                            c.host_s + t.multiplicity * o.host_s, c.choice};
+                            c.host_s + t.multiplicity * o.host_s, c.choice, c.overlaps || o.overlaps};
                   sum.choice.push_back(o.choice.front());
                   next.push_back(std::move(sum));
                 }
@@ -253,15 +261,9 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
           // them nanobatched, a few kernels and one collective call more.)
           std::vector<Combo> combos;
           if (options.engine.sync_per_loop_op) {
-            auto overlaps = [&](const Combo& c) {
-              for (std::size_t k = 0; k < terms.size(); ++k) {
-                if (terms[k].partition.collective && !candidates[k][c.choice[k]]->knob.sequential()) return true;
-              }
-              return false;
-            };
             combos = compose_on(false);
             for (Combo& c : compose_on(true)) {
-              if (overlaps(c)) combos.push_back(std::move(c));
+              if (c.overlaps) combos.push_back(std::move(c));
             }
           } else {
             combos = compose_on(true);  // each point on the path its knob implies
@@ -273,6 +275,7 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
             c.energy_j += options.p_static_w * (time_s - c.time_s);
             c.time_s = time_s;
             c.host_s = 0;
+            c.overlaps = false;  // whole instructions now: each competes with every other
           }
           prune(combos, options.p_static_w);
           for (const Combo& c : combos) {

@@ -27,7 +27,8 @@
 // idle time between kernels at P_static. Where the engine waits for the GPU at each op of the
 // nanobatched loop, an instruction that overlaps any partition runs all of them in it, each
 // point's exposed host time (engine::exposed_host_time_s) joining its GPU time first, at P_static;
-// one that overlaps none runs the un-split modules (engine::issue_path). So an instruction run
+// one that overlaps none runs the un-split modules (engine::issue_path), whose host time joins the
+// GPU time too where the engine waits at their ops (sync_per_module_op). So an instruction run
 // un-split can beat the overlapped ones. Sums are then pruned in (GPU time, host time, effective
 // energy), each of which only ever worsens the instruction, so nothing on the front is lost. The
 // default engine is idle (no host cost, no synchronisation), and the table is what the GPU alone

@@ -55,7 +55,19 @@ double layer_path_s(const EngineSpec& e, const workload::Partition& whole) {
 
 std::span<const HostCostField> host_cost_fields() { return kCostFields; }
 
-bool EngineSpec::idle() const { return host == HostCosts{} && !sync_per_instruction && !sync_per_loop_op; }
+bool EngineSpec::idle() const {
+  return host == HostCosts{} && !sync_per_instruction && !sync_per_loop_op && !sync_per_module_op;
+}
+
+std::string op_sync_name(const EngineSpec& e) {
+  if (e.sync_per_loop_op) return e.sync_per_module_op ? "partition_loop+modules" : "partition_loop";
+  return e.sync_per_module_op ? "modules" : "none";
+}
+
+std::string op_sync_where(const EngineSpec& e) {
+  if (e.sync_per_loop_op) return e.sync_per_module_op ? "the nanobatched loop and the un-split modules" : "the nanobatched loop";
+  return e.sync_per_module_op ? "the un-split modules" : "";
+}
 
 EngineSpec engine_from_json(const json& doc, const std::string& source) {
   JsonFields f(doc, source, "");
@@ -77,8 +89,12 @@ EngineSpec engine_from_json(const json& doc, const std::string& source) {
   else if (sync != "none") f.fail("sync", fmt::format("'{}': expected \"instruction\" or \"none\"", sync));
   if (f.find("op_sync")) {
     const std::string op_sync = f.text("op_sync");
-    if (op_sync == "partition_loop") e.sync_per_loop_op = true;
-    else if (op_sync != "none") f.fail("op_sync", fmt::format("'{}': expected \"partition_loop\" or \"none\"", op_sync));
+    e.sync_per_loop_op = op_sync == "partition_loop" || op_sync == "partition_loop+modules";
+    e.sync_per_module_op = op_sync == "modules" || op_sync == "partition_loop+modules";
+    if (op_sync_name(e) != op_sync) {
+      f.fail("op_sync", fmt::format("'{}': expected \"none\", \"partition_loop\", \"modules\" or "
+                                    "\"partition_loop+modules\"", op_sync));
+    }
   }
   e.partition_calls = read_calls(f, "partition_calls");
   e.layer_calls = read_calls(f, "layer_calls");
@@ -104,7 +120,7 @@ json to_json(const EngineSpec& e) {
   json doc = {{"format", "kareus-engine"}, {"version", 1},          {"name", e.name},
               {"display_name", e.display_name}, {"source", e.source}, {"host", std::move(host)},
               {"sync", e.sync_per_instruction ? "instruction" : "none"},
-              {"op_sync", e.sync_per_loop_op ? "partition_loop" : "none"}};
+              {"op_sync", op_sync_name(e)}};
   if (!e.partition_calls.empty()) doc["partition_calls"] = e.partition_calls;
   if (!e.layer_calls.empty()) doc["layer_calls"] = e.layer_calls;
   if (!e.collective_calls.empty()) doc["collective_calls"] = e.collective_calls;
@@ -157,8 +173,8 @@ double host_time_s(const EngineSpec& e, const workload::Partition& partition, co
 }
 
 double exposed_host_time_s(const EngineSpec& e, const workload::Partition& partition, IssuePath path) {
-  if (!e.sync_per_loop_op || path != IssuePath::kLoop || !partition.collective) return 0.0;
-  return host_time_s(e, partition, IssuePath::kLoop);
+  const bool loop = path == IssuePath::kLoop && partition.collective;
+  return (loop ? e.sync_per_loop_op : e.sync_per_module_op) ? host_time_s(e, partition, path) : 0.0;
 }
 
 double instruction_time_s(const EngineSpec& e, double gpu_time_s, double host_time_s) {

@@ -66,6 +66,11 @@ struct EngineSpec {
   // behind it (exposed_host_time_s), and an instruction that overlaps any partition runs all of
   // them in the loop (issue_path).
   bool sync_per_loop_op = false;
+  // The host waits for the GPU before each op of the un-split modules ("op_sync": "modules", or
+  // "partition_loop+modules" with the above): their host time adds to the GPU time of every
+  // partition issued through them (exposed_host_time_s). No preset says so; a trace that shows it
+  // does (trace_fit.hpp).
+  bool sync_per_module_op = false;
   // Framework calls per op of ours, where one of our ops is more than one call (the artifact's
   // residual fork beside its bias-dropout-add, the QKV split after the QKV GEMM): op name -> calls.
   std::map<std::string, int> partition_calls;
@@ -77,6 +82,13 @@ struct EngineSpec {
   bool idle() const;  // no host cost and no synchronisation: the GPU is never starved
   bool operator==(const EngineSpec&) const = default;
 };
+
+// The engine file's "op_sync" for the two flags above: "none", "partition_loop", "modules" or
+// "partition_loop+modules".
+std::string op_sync_name(const EngineSpec& engine);
+// Where it waits, in words: "the nanobatched loop", "the un-split modules", both joined by "and", or
+// "" when it keeps ahead.
+std::string op_sync_where(const EngineSpec& engine);
 
 // The engine every command uses unless --engine says otherwise: the one the Kareus artifact's
 // measurements were taken through, which the plans Kareus exports run on.
@@ -113,10 +125,11 @@ IssuePath issue_path(const EngineSpec& engine, const workload::Knob& knob, bool 
 double host_time_s(const EngineSpec& engine, const workload::Partition& partition, IssuePath path);
 double host_time_s(const EngineSpec& engine, const workload::Partition& partition, const workload::Knob& knob);
 
-// Host seconds that add to a run of `partition` on `path`, on top of its GPU time: its loop host
-// time where the engine waits for the GPU at each op of the loop (sync_per_loop_op), the path is
-// the loop and the partition has a collective; else 0, the host's time hidden behind the GPU's as
-// far as instruction_time_s says. The GPU idles through it.
+// Host seconds that add to a run of `partition` on `path`, on top of its GPU time: its host time on
+// that path where the engine waits for the GPU at each op there (sync_per_loop_op for the loop,
+// which a partition without a collective never runs; sync_per_module_op for the modules); else 0,
+// the host's time hidden behind the GPU's as far as instruction_time_s says. The GPU idles
+// through it.
 double exposed_host_time_s(const EngineSpec& engine, const workload::Partition& partition, IssuePath path);
 
 // An instruction's time from its kernels' GPU time (every partition back to back, the GPU never

@@ -208,12 +208,21 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
     if (op.label == "partition_op_us") ++fit.loop_ops, fit.loop_ops_waiting += op.holds_wait;
     if (op.label == "layer_op_us") ++fit.layer_ops, fit.layer_ops_waiting += op.holds_wait;
   }
+  // Each path the trace labels says for itself whether the host waits at its ops.
+  std::vector<std::string> read;
   if (runtime_calls > 0 && fit.loop_ops > 0) {
     fit.engine.sync_per_loop_op = 2 * fit.loop_ops_waiting >= fit.loop_ops;
+    read.push_back(fmt::format("{} of the {} spans labelled '{}partition_op'", fit.loop_ops_waiting, fit.loop_ops, kPrefix));
+  }
+  if (runtime_calls > 0 && fit.layer_ops > 0) {
+    fit.engine.sync_per_module_op = 2 * fit.layer_ops_waiting >= fit.layer_ops;
+    read.push_back(fmt::format("{} of the {} spans labelled '{}layer_op'", fit.layer_ops_waiting, fit.layer_ops, kPrefix));
+  }
+  if (!read.empty()) {
     fit.engine.sources["op_sync"] =
-        fmt::format("fitted to {}: {} of the {} spans labelled '{}partition_op' hold a call that blocks the host on the "
-                    "GPU (a stream, device or event synchronisation, a synchronous copy, cudaFree)",
-                    path.filename().string(), fit.loop_ops_waiting, fit.loop_ops, kPrefix);
+        fmt::format("fitted to {}: {} hold a call that blocks the host on the GPU (a stream, device or event "
+                    "synchronisation, a synchronous copy, cudaFree); at least half, and the host waits at each op there",
+                    path.filename().string(), fmt::join(read, "; "));
   }
   return fit;
 }

@@ -17,8 +17,8 @@
 // cudaEventSynchronize, a synchronous cudaMemcpy, cudaFree, and their driver forms). When at least
 // half of the spans labelled kareus:partition_op hold one, the fitted engine waits for the GPU at
 // each op of its loop (EngineSpec::sync_per_loop_op), else it keeps ahead; a trace without runtime
-// calls keeps the base's setting. The same count for kareus:layer_op spans, and which CPU op made
-// each blocking call, say where an un-split layer waits, which no engine field models yet.
+// calls keeps the base's setting. Likewise for the spans labelled kareus:layer_op and the un-split
+// modules (EngineSpec::sync_per_module_op). Which CPU op made each blocking call is counted too.
 //
 // Thread-safety: pure functions.
 // Example:

@@ -1,7 +1,7 @@
 // Which partitions of a plan the host slows, under an engine: those whose host issue time
 // (engine::host_time_s) under the plan's knob exceeds their GPU time, and those whose host time the
-// engine adds to their GPU time (engine::exposed_host_time_s: its loop waits for the GPU at each
-// op). A host-bound one alone does not slow an instruction (the host may carry a lead from earlier
+// engine adds to their GPU time (engine::exposed_host_time_s: it waits for the GPU at each op of
+// the path they take). A host-bound one alone does not slow an instruction (the host may carry a lead from earlier
 // partitions; the instruction's time takes both sums, engine::instruction_time_s), but it is where
 // the host starts to matter, and what a user of a smaller model or a slower host should look at
 // first; an exposed one is slower by its host time.
