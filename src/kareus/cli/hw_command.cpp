@@ -453,7 +453,8 @@ int run_fit_engine(const HwFlags& flags) {
                  fit.loop_ops_waiting, fit.loop_ops);
     }
     if (fit.layer_ops > 0) {
-      fmt::print("{} of {} un-split module ops (kareus:layer_op) hold one\n", fit.layer_ops_waiting, fit.layer_ops);
+      fmt::print("{} of {} un-split module ops (kareus:layer_op) hold a call that blocks the host on the GPU\n",
+                 fit.layer_ops_waiting, fit.layer_ops);
     }
     fmt::print("op_sync {}\n", engine::op_sync_name(out));
     print_waits(fit.waits);

@@ -221,7 +221,7 @@ TraceFit fit_engine_trace(const EngineSpec& base, const std::filesystem::path& p
   if (!read.empty()) {
     fit.engine.sources["op_sync"] =
         fmt::format("fitted to {}: {} hold a call that blocks the host on the GPU (a stream, device or event "
-                    "synchronisation, a synchronous copy, cudaFree); at least half, and the host waits at each op there",
+                    "synchronisation, a synchronous copy, cudaFree); where at least half do, the host waits at each op there",
                     path.filename().string(), fmt::join(read, "; "));
   }
   return fit;
