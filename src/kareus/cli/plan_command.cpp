@@ -61,8 +61,7 @@ nlohmann::json host_bound_json(const std::vector<planner::HostBoundPartition>& l
 
 // What the host does to the plan's partitions: which it cannot issue as fast as the GPU runs them,
 // and how much the engine's waiting for the GPU adds to those it exposes.
-std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list, const engine::EngineSpec& spec) {
-  const std::string& engine = spec.name;
+std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list, const engine::EngineSpec& engine) {
   std::string keys;
   std::size_t exposed = 0;
   const planner::HostBoundPartition* most = nullptr;  // the largest exposed share of a partition's time
@@ -76,13 +75,13 @@ std::string host_bound_line(const std::vector<planner::HostBoundPartition>& list
       if (!most || p.exposed_host_s / p.gpu_time_s > most->exposed_host_s / most->gpu_time_s) most = &p;
     }
   }
-  std::string line = keys.empty() ? fmt::format("Engine {}: the host issues every partition of the plan faster than the GPU runs it", engine)
-                                  : fmt::format("Engine {}: host-bound partitions: {}", engine, keys);
+  std::string line = keys.empty() ? fmt::format("Engine {}: the host issues every partition of the plan faster than the GPU runs it", engine.name)
+                                  : fmt::format("Engine {}: host-bound partitions: {}", engine.name, keys);
   if (most) {
     line += fmt::format("; it waits for the GPU at each op of {}, which adds the host's time to {} "
                         "partition knob(s) of the plan (at most {:.0f}%: {} at {:g} MHz, {:.3f} ms on {:.3f} ms)",
-                        engine::op_sync_where(spec), exposed, 100 * most->exposed_host_s / most->gpu_time_s, most->key, most->knob.freq_mhz,
-                        most->exposed_host_s * 1e3, most->gpu_time_s * 1e3);
+                        engine::op_sync_where(engine), exposed, 100 * most->exposed_host_s / most->gpu_time_s,
+                        most->key, most->knob.freq_mhz, most->exposed_host_s * 1e3, most->gpu_time_s * 1e3);
   }
   return line;
 }
