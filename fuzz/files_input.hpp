@@ -49,8 +49,15 @@ inline std::size_t write_files(const std::uint8_t* data, std::size_t size, const
     std::size_t next = text.find(std::string("\n") + std::string(kHeader), name_end);
     const std::size_t body_end = next == std::string_view::npos ? text.size() : next + 1;
     if (safe_relative_path(name)) {
+      // A tree holds no file where another path needs a directory, nor the other way round: such
+      // an entry is left out, as a second file of one name is written over the first.
       std::error_code ec;
-      if (!std::filesystem::is_directory(root / name, ec)) {
+      bool fits = !std::filesystem::is_directory(root / name, ec);
+      for (std::filesystem::path up = std::filesystem::path(name).parent_path(); fits && !up.empty();
+           up = up.parent_path()) {
+        fits = !std::filesystem::exists(root / up, ec) || std::filesystem::is_directory(root / up, ec);
+      }
+      if (fits) {
         write_file(root / name, text.substr(name_end + 1, body_end - name_end - 1));
         ++written;
       }
