@@ -65,5 +65,19 @@ TEST_F(ConfigFile, AYamlByteThatIsNotUtf8IsRefusedAtItsLine) {
   EXPECT_EQ(read_config_document(write("f.yaml", "name: caf\xc3\xa9\n"))["name"], "caf\xc3\xa9");  // UTF-8 is fine
 }
 
+TEST_F(ConfigFile, AYamlControlCharacterIsRefusedAtItsLineAndColumn) {
+  // yaml-cpp read "mbs: <NUL>N2" as the lone byte 0x85 and "2", which is not UTF-8: the plan then
+  // stopped with an internal error when it wrote the job as JSON (found by fuzzing job files).
+  // YAML allows no C0 control character but tab, line feed and carriage return, nor DEL.
+  for (const char c : {'\0', '\x01', '\x1b', '\x7f'}) {
+    const std::string error = input_error_of(
+        [&] { read_config_document(write("g.yaml", std::string("tp: 8\nmbs: ") + c + "N2\n")); });
+    EXPECT_TRUE(Contains(error, "g.yaml:2:6: not valid YAML: a control character")) << error;
+  }
+  const auto doc = read_config_document(write("h.yaml", "tp:\t8\r\nname: 'a\tb'\r\n"));
+  EXPECT_EQ(doc["tp"], 8);
+  EXPECT_EQ(doc["name"], "a\tb");
+}
+
 }  // namespace
 }  // namespace kareus::workload

@@ -4,6 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <string>
+#include <string_view>
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -52,16 +54,25 @@ nlohmann::json to_json(const YAML::Node& node, const std::string& source) {
   return nullptr;
 }
 
-// A YAML file is UTF-8 text (yaml-cpp does not check), and what it holds must stay writable as JSON
-// (journals, summaries, errors that quote it): a byte that is not UTF-8 is refused at its line and
-// column.
-void refuse_non_utf8(const std::string& text, const std::string& source) {
+// A YAML file is UTF-8 text of printable characters (YAML 1.2's c-printable: no C0 control but tab,
+// line feed and carriage return, no DEL), which yaml-cpp does not check, and what it holds must stay
+// writable as JSON (journals, summaries, errors that quote it). yaml-cpp reads a NUL byte followed by
+// "N" as the lone byte 0x85, which is not UTF-8: refused, at its line and column, before it parses.
+void refuse_unprintable(const std::string& text, const std::string& source) {
   std::size_t line_start = 0;
   long line = 1;
   for (std::size_t end = 0; end <= text.size(); ++end) {
     if (end < text.size() && text[end] != '\n') continue;
+    const std::string_view content(text.data() + line_start, end - line_start);
+    for (std::size_t k = 0; k < content.size(); ++k) {
+      const auto c = static_cast<unsigned char>(content[k]);
+      if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+        throw InputError({source, line, static_cast<long>(k) + 1, ""},
+                         fmt::format("not valid YAML: a control character (0x{:02x})", c));
+      }
+    }
     try {
-      (void)nlohmann::json(text.substr(line_start, end - line_start)).dump();
+      (void)nlohmann::json(std::string(content)).dump();
     } catch (const nlohmann::json::type_error&) {
       throw InputError({source, line, 0, ""}, "not valid YAML: a byte that is not UTF-8");
     }
@@ -83,7 +94,7 @@ nlohmann::json read_config_document(const std::filesystem::path& path) {
       throw InputError({source, 0, 0, ""}, fmt::format("not valid JSON: {}", e.what()));
     }
   } else {
-    refuse_non_utf8(text, source);
+    refuse_unprintable(text, source);
     try {
       doc = to_json(YAML::Load(text), source);
     } catch (const YAML::Exception& e) {
