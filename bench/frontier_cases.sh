@@ -52,7 +52,7 @@ import re, sys
 summary = open(sys.argv[1]).read()
 wall, peak_kb = open(sys.argv[2]).read().split()[-2:]
 plans = re.search(r"(\d+) Pareto plans", summary).group(1)
-search = re.search(r"local search (converged in|stopped [^(]*?after(?: its)?) (\d+) rounds \((?:--local-search-rounds; )?(\d+) expansions",
+search = re.search(r"local search (converged in|stopped [^(]*?after(?: its)?) (\d+) rounds \((?:--local-search-(?:rounds|budget); )?(\d+) expansions",
                    summary)
 converged = "yes" if search.group(1) == "converged in" else "no"
 print(f"{plans}|{search.group(2)}|{search.group(3)}|{converged}|{float(wall):.2f}|{int(peak_kb) / 1024:.0f}")

@@ -55,7 +55,7 @@ TEST_F(FrontierCli, TheSummarySaysWhatStoppedTheLocalSearch) {
   EXPECT_TRUE(contains(rounds.out, "stopped after its 1 rounds (--local-search-rounds")) << rounds.out;
   const CliResult budget = run(args + " --local-search-budget 1e6");
   ASSERT_EQ(budget.exit_code, 0) << budget.err;
-  EXPECT_TRUE(contains(budget.out, "stopped by its budget")) << budget.out;
+  EXPECT_TRUE(contains(budget.out, "stopped by its budget after 2 rounds (--local-search-budget; ")) << budget.out;
   const CliResult none = run(args + " --local-search-rounds 0");
   EXPECT_TRUE(contains(none.out, "no local search")) << none.out;
 }
