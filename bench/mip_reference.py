@@ -77,9 +77,10 @@ def dependencies(orders):
     return nodes, sorted(edges)
 
 
-def solve_deadline(nodes, edges, options, stages, p_w, deadline_s, time_limit_s, rel_gap):
+def solve_deadline(nodes, edges, options, stages, p_w, deadline_s, time_limit_s, rel_gap, relax=False):
     """Least true energy within the deadline: (objective, dual bound, HiGHS's MIP gap, status, plan), the
-    plan HiGHS found as each node's chosen (time_s, energy_j), or None without one."""
+    plan HiGHS found as each node's chosen (time_s, energy_j), or None without one. With `relax`, of the
+    linear relaxation (each x in [0, 1]): its optimum is both objective and bound, and there is no plan."""
     columns = []  # (node, time, energy) per binary column
     first = []
     for (s, t, _m) in nodes:
@@ -120,7 +121,8 @@ def solve_deadline(nodes, edges, options, stages, p_w, deadline_s, time_limit_s,
     lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
     lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
     lp.a_matrix_.value_ = np.array(value)
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * nx + [highspy.HighsVarType.kContinuous] * n
+    lp.integrality_ = [highspy.HighsVarType.kContinuous if relax else highspy.HighsVarType.kInteger] * nx + \
+        [highspy.HighsVarType.kContinuous] * n
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", float(time_limit_s))
@@ -132,6 +134,8 @@ def solve_deadline(nodes, edges, options, stages, p_w, deadline_s, time_limit_s,
     constant = p_w * stages * deadline_s
     status = h.modelStatusToString(h.getModelStatus())
     plan = None
+    if relax:
+        return info.objective_function_value + constant, info.objective_function_value + constant, 0.0, status, None
     if info.primal_solution_status == 2:  # feasible
         x = h.getSolution().col_value
         plan = [columns[max(range(first[v], first[v + 1]), key=lambda k: x[k])] for v in range(n)]
@@ -142,13 +146,30 @@ def our_frontier(kareus, args, setting):
     rounds, _, unit = setting.partition("@")
     cmd = [kareus, "frontier", "--profile", args.profile, "--stages", str(args.stages), "--microbatches",
            str(args.microbatches), "--p-blocking", str(args.p_blocking), "--schedule", args.schedule,
-           "--unit-time", unit or str(args.unit_time), "--csv"]
+           "--unit-time", unit or str(args.unit_time), "--csv", "--bound"]
     if rounds == "converged":
         cmd += ["--local-search-budget", "1e15"]
     elif rounds != "default":
         cmd += ["--local-search-rounds", rounds]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return [tuple(map(float, line.split(",")[:2])) for line in out.strip().split("\n")[1:]]
+    # time_s, energy_j, and bound_j: the least energy kareus says any plan of that time can spend
+    return [tuple(float(line.split(",")[i]) for i in (0, 1, 4)) for line in out.strip().split("\n")[1:]]
+
+
+def check_relaxation(args, nodes, edges, options, front, fastest, slowest):
+    """Our bound against HiGHS's linear relaxation, at the times of the front's plans nearest below 20 deadlines."""
+    print("plan_time_s,energy_j,lp_j,bound_j,bound_vs_lp,plan_vs_bound")
+    worst = worst_plan = 0.0
+    for i in range(args.deadlines):
+        deadline = (fastest + (slowest - fastest) * i / (args.deadlines - 1)) * (1 + 1e-9)
+        t, e, bound = min(((t, e, b) for (t, e, b) in front if t <= deadline), key=lambda p: p[1])
+        # The CSV's nine digits may put a time a hair below the plan's own: no plan fits it.
+        lp = solve_deadline(nodes, edges, options, args.stages, args.p_blocking, t * (1 + 1e-9), args.time_limit, 0,
+                            relax=True)[0]
+        worst, worst_plan = max(worst, abs(bound - lp) / lp), max(worst_plan, e / bound - 1)
+        print(f"{t:.9f},{e:.6f},{lp:.6f},{bound:.6f},{(bound - lp) / lp:.2e},{e / bound - 1:.5%}", flush=True)
+    print(f"bound against HiGHS's relaxation: worst relative difference {worst:.2e}; worst plan {worst_plan:.5%} above it")
+    return 0 if worst <= 1e-6 else 1
 
 
 def main():
@@ -168,6 +189,10 @@ def main():
     ap.add_argument("--time-limit", type=float, default=60.0, help="HiGHS time limit per deadline, s")
     ap.add_argument("--mip-gap", type=float, default=1e-5, help="HiGHS relative MIP gap to stop at")
     ap.add_argument("--max-gap", type=float, default=1e-3, help="fail (exit 1) when our gap is above this")
+    ap.add_argument("--relaxation", action="store_true",
+                    help="instead of the MIP, solve its linear relaxation by HiGHS at the time of the front's plan "
+                         "at each deadline and compare it with kareus frontier --bound's bound_j there (they are "
+                         "the same optimum; fail above a relative 1e-6)")
     ap.add_argument("--dump-plans", metavar="FILE",
                     help="write HiGHS's plan at each deadline (JSON: per instruction stage, type, microbatch, "
                          "time_s, energy_j) to compare with kareus frontier --out's plans.json")
@@ -188,6 +213,8 @@ def main():
     worst_bound = [0.0] * len(budgets)
     worst_mip_gap = 0.0
     dumped = []
+    if args.relaxation:
+        return check_relaxation(args, nodes, edges, options, fronts[0], fastest, slowest)
     for i in range(args.deadlines):
         # Our CSV prints nine digits: the fastest plan's time may read a hair below its own.
         deadline = (fastest + (slowest - fastest) * i / (args.deadlines - 1)) * (1 + 1e-9)
@@ -202,7 +229,7 @@ def main():
         worst_mip_gap = max(worst_mip_gap, mip_gap)
         cells = []
         for j, front in enumerate(fronts):
-            ours = min(e for (t, e) in front if t <= deadline * (1 + 1e-9))
+            ours = min(e for (t, e, _) in front if t <= deadline * (1 + 1e-9))
             gap, gap_bound = (ours - mip) / mip, (ours - bound) / bound
             worst[j], worst_bound[j] = max(worst[j], gap), max(worst_bound[j], gap_bound)
             cells.append(f"{ours:.6f},{gap:.5%},{gap_bound:.5%}")

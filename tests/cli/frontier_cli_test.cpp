@@ -1,5 +1,8 @@
 // The `kareus frontier` command end to end: outputs, and bad input as one line on stderr, exit 2,
 // no output files.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
 #include <vector>
 
 #include "cli_fixture.hpp"
@@ -58,6 +61,33 @@ TEST_F(FrontierCli, TheSummarySaysWhatStoppedTheLocalSearch) {
   EXPECT_TRUE(contains(budget.out, "stopped by its budget after 2 rounds (--local-search-budget; ")) << budget.out;
   const CliResult none = run(args + " --local-search-rounds 0");
   EXPECT_TRUE(contains(none.out, "no local search")) << none.out;
+}
+
+// --bound: the CSV gains a bound_j column no plan is below, and the summary the worst plan's gap to it.
+TEST_F(FrontierCli, BoundAddsTheRelaxationsBoundToTheCsvAndTheSummary) {
+  const std::string args =
+      "frontier --profile " + kData + "gpt3-175b+a100_sxm_bf16.csv --stages 8 --microbatches 12 --p-blocking 83.64 --bound";
+  const CliResult csv = run(args + " --csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "time_s,energy_j,planned_time_s,model_energy_j,bound_j");
+  int rows = 0;
+  double worst = 0;
+  while (std::getline(lines, line)) {
+    double time_s = 0, energy_j = 0, planned = 0, model = 0, bound_j = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%lf,%lf,%lf,%lf,%lf", &time_s, &energy_j, &planned, &model, &bound_j), 5) << line;
+    EXPECT_LE(bound_j, energy_j * (1 + 1e-8)) << line;
+    worst = std::max(worst, energy_j / bound_j - 1);
+    ++rows;
+  }
+  EXPECT_GT(rows, 100);
+  EXPECT_LT(worst, 0.01);
+  const CliResult summary = run(args);
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_TRUE(contains(summary.out, "Every plan within ")) << summary.out;
+  EXPECT_TRUE(contains(summary.out, "of the least energy any plan of its time can spend")) << summary.out;
 }
 
 // The summary says which unit the solver walked and why: chosen from the table (refined from 1 ms

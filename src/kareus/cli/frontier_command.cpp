@@ -14,6 +14,7 @@
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/relaxation_bound.hpp"
 #include "kareus/plan/plan.hpp"
 #include "kareus/plan/select.hpp"
 #include "kareus/planner/make_plan.hpp"
@@ -36,15 +37,30 @@ struct FrontierFlags {
   bool no_reclaim = false;
   int local_search_rounds = pipeline::SolverOptions{}.local_search_rounds;
   double local_search_budget = pipeline::SolverOptions{}.local_search_budget;
+  bool bound = false;
 };
 
-std::string frontier_csv(const pipeline::Frontier& frontier) {
-  std::string out = "time_s,energy_j,planned_time_s,model_energy_j\n";
+// With a bound, each plan's lower bound (energy no plan of its time goes below) is the last column.
+std::string frontier_csv(const pipeline::Frontier& frontier, const pipeline::RelaxationBound* bound) {
+  std::string out = bound != nullptr ? "time_s,energy_j,planned_time_s,model_energy_j,bound_j\n"
+                                     : "time_s,energy_j,planned_time_s,model_energy_j\n";
   for (const auto& p : frontier.points) {
-    out += fmt::format("{:.9g},{:.9g},{:.9g},{:.9g}\n", p.time_s, p.energy_j, p.planned_time_s,
-                       p.model_energy_j);
+    out += fmt::format("{:.9g},{:.9g},{:.9g},{:.9g}", p.time_s, p.energy_j, p.planned_time_s, p.model_energy_j);
+    out += bound != nullptr ? fmt::format(",{:.9g}\n", bound->energy_j(p.time_s)) : "\n";
   }
   return out;
+}
+
+// How far the front can be from the exact one: its worst plan against the relaxation's bound.
+std::string bound_line(const pipeline::Frontier& frontier, const pipeline::RelaxationBound& bound) {
+  double worst = 0, at_s = frontier.points.front().time_s;
+  for (const auto& p : frontier.points) {
+    const double gap = p.energy_j / bound.energy_j(p.time_s) - 1;
+    if (gap > worst) worst = gap, at_s = p.time_s;
+  }
+  return fmt::format("Every plan within {:.3f}% of the least energy any plan of its time can spend (worst at {:.4f} s; "
+                     "the bound of the linear relaxation, {} lines)\n",
+                     100 * worst, at_s, bound.num_lines());
 }
 
 pipeline::SolverOptions solver_options(const FrontierFlags& flags) {
@@ -122,7 +138,8 @@ std::string local_search_line(const pipeline::SolverStats& stats, int rounds) {
                      stats.local_search_rounds, expansions);
 }
 
-void print_summary(const FrontierFlags& flags, const pipeline::Frontier& frontier, double solve_s) {
+void print_summary(const FrontierFlags& flags, const pipeline::Frontier& frontier, double solve_s,
+                   const pipeline::RelaxationBound* bound) {
   const auto& fastest = frontier.points.front();
   const auto& frugal = frontier.points.back();
   const pipeline::SolverStats& stats = frontier.stats;
@@ -136,11 +153,13 @@ void print_summary(const FrontierFlags& flags, const pipeline::Frontier& frontie
   fmt::print("{} Pareto plans of {} evaluated; unit {} s ({}); {} solver steps, {} max-flow solves, {}, {:.3f} s\n",
              frontier.points.size(), frontier.total_points, stats.unit.unit_time_s, describe(stats.unit), stats.steps,
              stats.cut_computations, local_search_line(stats, flags.local_search_rounds), solve_s);
+  if (bound != nullptr) fmt::print("{}", bound_line(frontier, *bound));
 }
 
 // frontier.csv, plans.json (evenly spaced plans) and frontier.svg under --out; each file lands whole.
 void write_outputs(const FrontierFlags& flags, const pipeline::OptionTable& table, const schedule::PipelineSchedule& schedule,
-                   const pipeline::Frontier& frontier, std::optional<std::size_t> plan_count) {
+                   const pipeline::Frontier& frontier, std::optional<std::size_t> plan_count,
+                   const pipeline::RelaxationBound* bound) {
   const std::filesystem::path dir = flags.out;
   schedule::InstructionDag dag(schedule);
   planner::PlanContext context{schedule_kind(flags.schedule), flags.microbatches, flags.p_blocking_w,
@@ -155,7 +174,7 @@ void write_outputs(const FrontierFlags& flags, const pipeline::OptionTable& tabl
       {fmt::format("Iteration time–energy frontier: {} stages, {} microbatches ({})", flags.stages, flags.microbatches,
                    plan::energy_scope_for(flags.stages)),
        "iteration time (s)", "iteration energy (J)"});
-  write_file_atomic(dir / "frontier.csv", frontier_csv(frontier));
+  write_file_atomic(dir / "frontier.csv", frontier_csv(frontier, bound));
   plan::write_plan_set(plans, in_set, dir / "plans.json");
   if (!svg.empty()) {
     write_file_atomic(dir / "frontier.svg", svg);
@@ -192,12 +211,15 @@ int run_frontier(const FrontierFlags& flags) {
   }
   progress.finish();
   const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::optional<pipeline::RelaxationBound> bound;
+  if (flags.bound) bound.emplace(table, schedule::InstructionDag(*schedule), flags.p_blocking_w);
+  const pipeline::RelaxationBound* bound_or_null = bound ? &*bound : nullptr;
   if (flags.csv) {
-    std::fputs(frontier_csv(frontier).c_str(), stdout);
+    std::fputs(frontier_csv(frontier, bound_or_null).c_str(), stdout);
   } else {
-    print_summary(flags, frontier, solve_s);
+    print_summary(flags, frontier, solve_s, bound_or_null);
   }
-  if (!flags.out.empty()) write_outputs(flags, table, *schedule, frontier, plan_count);
+  if (!flags.out.empty()) write_outputs(flags, table, *schedule, frontier, plan_count, bound_or_null);
   return 0;
 }
 
@@ -244,6 +266,10 @@ Action register_frontier(CLI::App& app) {
                   "fits. The default converges on small pipelines and stops large ones early (the summary says "
                   "so); 1e15 with --local-search-rounds 1000000 runs to convergence, minutes on large pipelines")
       ->capture_default_str();
+  cmd->add_flag("--bound", flags->bound,
+                "Also bound the front from below: the least energy any plan of each time can spend (the dual "
+                "of the linear relaxation over the options' convex hulls); the summary gives the worst plan's "
+                "gap to it, the CSV a bound_j column");
   return [flags] { return run_frontier(*flags); };
 }
 

@@ -1,0 +1,61 @@
+// A lower bound on the energy of every plan of a pipeline: the dual of the deadline problem's linear
+// relaxation. It certifies a front without converging the local search or running a MIP: no plan of
+// makespan at most T spends less than energy_j(T), so a plan's gap to it bounds its gap to the exact
+// front from above.
+//
+// Any flow through the instruction DAG (entering at any instruction, leaving at any, conserved at
+// each, f_v through instruction v, of value F) bounds every plan of makespan at most T: each path of
+// the flow is no longer than T, so Σ f_v·d_v ≤ F·T and, with e the effective energy E − P_blocking·t,
+//   Σ e_v(d_v) ≥ Σ [e_v(d_v) + f_v·d_v] − F·T ≥ Σ h_v(f_v) − F·T,   h_v(f) = min over v's options of e + f·t.
+// A plan's energy is Σ e + P_blocking·S·T (one GPU per stage), so each flow draws a line under every
+// plan. The best flows solve the relaxation's dual, a convex-cost flow (Fulkerson 1961, "A network
+// flow computation for project cost curves"): successive longest augmenting paths, each path's
+// length the slope of G(F) = max Σ h_v over flows of value F, each augmentation up to the next
+// breakpoint of some h_v. The lines at those breakpoints are the whole relaxed front: its energy at
+// T is max over them of G − F·T, plus P_blocking·S·T.
+//
+// The relaxation lies below the discrete front by its integrality gap, so the bound certifies, it
+// does not decide. Each line's G is recomputed from its flows and the true options, so every line is
+// a valid bound whatever the augmentations' rounding.
+// Example:
+//   RelaxationBound bound(table, dag, /*p_blocking_w=*/83.64);
+//   double gap = point.energy_j / bound.energy_j(point.time_s) - 1;
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "kareus/pipeline/option_table.hpp"
+#include "kareus/schedule/dag.hpp"
+
+namespace kareus::pipeline {
+
+class RelaxationBound {
+ public:
+  // Throws InputError when P_blocking is negative or an instruction has no options. The table must
+  // cover the DAG's stages, chunks and slots.
+  RelaxationBound(const OptionTable& table, const schedule::InstructionDag& dag, double p_blocking_w);
+
+  // The least energy a plan of makespan at most `time_s` can spend. Below the relaxation's fastest
+  // makespan no plan exists, and the value is that of the fastest lines.
+  double energy_j(double time_s) const;
+
+  // The relaxation's makespan with every instruction at its fastest option, and at its option of
+  // least effective energy: between them the bound falls; beyond the second it rises at P_blocking·S.
+  double fastest_time_s() const { return lines_.back().path_s; }
+  double slowest_time_s() const { return lines_.front().path_s; }
+  std::size_t num_lines() const { return lines_.size(); }
+
+ private:
+  // G − F·T bounds Σ e of every plan of makespan T; it is the relaxation's own for T from the next
+  // line's path_s up to this one's (the longest augmenting path out of this flow).
+  struct Line {
+    double flow = 0;      // F, in J/s
+    double energy_j = 0;  // G = Σ h_v(f_v)
+    double path_s = 0;
+  };
+  std::vector<Line> lines_;  // flow ascending, path_s descending
+  double idle_power_w_ = 0;  // P_blocking·S
+};
+
+}  // namespace kareus::pipeline

@@ -1,0 +1,139 @@
+// The relaxation's bound: no plan beats it (against enumeration on irregular tables), and it is the
+// relaxation's own optimum (against the dual of a chain, computed apart, and at the slow end).
+#include "kareus/pipeline/relaxation_bound.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "exact_reference.hpp"
+#include "kareus/core/error.hpp"
+#include "kareus/pipeline/frontier_solver.hpp"
+
+namespace kareus::pipeline {
+namespace {
+
+// Every plan of the exact discrete front spends at least the bound at its time.
+RC_GTEST_PROP(RelaxationBound, NoPlanBeatsIt, ()) {
+  std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+  const int stages = *rc::gen::inRange(1, 3);
+  const int microbatches = *rc::gen::inRange(1, stages == 1 ? 5 : 4);
+  const double p = *rc::gen::element(0.0, 60.0, 83.64, 140.0);
+  const auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe);
+  const OptionTable table = testing::irregular_table(rng, stages, p, 4);
+  const auto schedule = schedule::PipelineSchedule::make(kind, stages, microbatches);
+  RC_PRE(testing::assignment_count(table, schedule) <= 20000.0);
+  const RelaxationBound bound(table, schedule::InstructionDag(schedule), p);
+  for (const TimeEnergy& q : testing::enumerated_frontier(table, schedule, p)) {
+    RC_ASSERT(bound.energy_j(q.time_s) <= q.energy_j * (1 + 1e-9) + 1e-9);
+  }
+}
+
+// A one-stage pipeline is a chain: its plans' durations add up, so the relaxation's dual is one
+// number, the price f of a second, and its optimum is max over f of Σ_v min_k (e_vk + f·t_vk) − f·T.
+// That maximum is at f = 0 or where two of an instruction's options tie, so trying every such f
+// finds it: no hull, no flow.
+double chain_relaxation(const OptionTable& table, const schedule::PipelineSchedule& schedule, double p, double time_s) {
+  std::vector<const std::vector<StageOption>*> nodes;
+  for (const schedule::Instruction& ins : schedule.stage_order(0)) nodes.push_back(&options_of(table, ins));
+  std::vector<double> prices{0.0};
+  for (const auto* options : nodes) {
+    for (const StageOption& a : *options) {
+      for (const StageOption& b : *options) {
+        const double ea = a.energy_j - p * a.time_s, eb = b.energy_j - p * b.time_s;
+        if (a.time_s > b.time_s && eb > ea) prices.push_back((eb - ea) / (a.time_s - b.time_s));
+      }
+    }
+  }
+  double best = -std::numeric_limits<double>::infinity();
+  for (double f : prices) {
+    double dual = -f * time_s;
+    for (const auto* options : nodes) {
+      double least = std::numeric_limits<double>::infinity();
+      for (const StageOption& o : *options) least = std::min(least, o.energy_j - p * o.time_s + f * o.time_s);
+      dual += least;
+    }
+    best = std::max(best, dual);
+  }
+  return best + p * time_s;
+}
+
+RC_GTEST_PROP(RelaxationBound, IsTheRelaxationsOptimumOnAChain, ()) {
+  std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+  const double p = *rc::gen::element(0.0, 60.0, 83.64, 140.0);
+  const OptionTable table = testing::irregular_table(rng, 1, p, *rc::gen::inRange(1, 12));
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 1, *rc::gen::inRange(1, 9));
+  const RelaxationBound bound(table, schedule::InstructionDag(schedule), p);
+  // The chain's makespans at its fastest options and at its (fastest) options of least effective energy.
+  double fastest = 0, slowest = 0;
+  for (const schedule::Instruction& ins : schedule.stage_order(0)) {
+    const auto& options = options_of(table, ins);
+    fastest += std::ranges::min(options, {}, &StageOption::time_s).time_s;
+    slowest += std::ranges::min(options, {}, [&](const StageOption& o) {
+                 return std::pair(o.energy_j - p * o.time_s, o.time_s);
+               }).time_s;
+  }
+  RC_ASSERT(std::abs(bound.fastest_time_s() - fastest) <= 1e-12 * fastest);
+  RC_ASSERT(std::abs(bound.slowest_time_s() - slowest) <= 1e-12 * slowest);
+  for (int i = 0; i <= 8; ++i) {
+    const double t = fastest + (slowest - fastest) * i / 8.0;
+    const double reference = chain_relaxation(table, schedule, p, t);
+    RC_ASSERT(std::abs(bound.energy_j(t) - reference) <= 1e-9 * std::abs(reference) + 1e-9);
+  }
+}
+
+// From the slowest relaxed makespan on, every instruction at its option of least effective energy is
+// a plan of that time, and the bound is its energy: tight, growing at P_blocking per stage-second.
+TEST(RelaxationBound, IsTightWhereEveryInstructionTakesItsLeastEffectiveEnergy) {
+  std::mt19937_64 rng(7);
+  const double p = 83.64;
+  const OptionTable table = testing::irregular_table(rng, 4, p, 8);
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 4, 8);
+  const schedule::InstructionDag dag(schedule);
+  std::vector<std::uint16_t> frugal;  // of equal effective energies the fastest
+  for (const schedule::Instruction& ins : dag.instructions()) {
+    const auto& options = options_of(table, ins);
+    const auto least = std::ranges::min_element(options, {}, [&](const StageOption& o) {
+      return std::pair(o.energy_j - p * o.time_s, o.time_s);
+    });
+    frugal.push_back(static_cast<std::uint16_t>(least - options.begin()));
+  }
+  const TimeEnergy plan = evaluate_assignment(table, dag, frugal, p);
+  const RelaxationBound bound(table, dag, p);
+  EXPECT_NEAR(bound.slowest_time_s(), plan.time_s, 1e-12);
+  EXPECT_NEAR(bound.energy_j(plan.time_s), plan.energy_j, 1e-9 * plan.energy_j);
+  EXPECT_NEAR(bound.energy_j(plan.time_s + 1), plan.energy_j + 4 * p, 1e-9 * plan.energy_j);
+}
+
+// On a measured profile the solver's front lies above the bound everywhere and near it, where the
+// line of no flow (every instruction at its least effective energy at every time) is far below the
+// fastest plan.
+TEST(RelaxationBound, BoundsGpt3FrontClosely) {
+  const OptionTable table =
+      read_option_table(KAREUS_DATA_DIR "/perseus-sosp24/stage_profile/gpt3-175b+a100_sxm_bf16.csv", 8);
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 8, 8);
+  const Frontier front = solve_frontier(table, schedule, {.p_blocking_w = 83.64});
+  const RelaxationBound bound(table, schedule::InstructionDag(schedule), 83.64);
+  double worst = 0;
+  for (const FrontierPoint& q : front.points) {
+    const double lower = bound.energy_j(q.time_s);
+    EXPECT_LE(lower, q.energy_j * (1 + 1e-12));
+    worst = std::max(worst, q.energy_j / lower - 1);
+  }
+  EXPECT_LT(worst, 0.01);
+  const FrontierPoint& fastest = front.points.front();
+  const double no_flow = bound.energy_j(bound.slowest_time_s()) - 8 * 83.64 * (bound.slowest_time_s() - fastest.time_s);
+  EXPECT_GT(fastest.energy_j / no_flow - 1, 0.05);
+}
+
+TEST(RelaxationBound, RejectsNegativeBlockingPower) {
+  std::mt19937_64 rng(1);
+  const OptionTable table = testing::irregular_table(rng, 1, 0, 3);
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 1, 2);
+  EXPECT_THROW(RelaxationBound(table, schedule::InstructionDag(schedule), -1), InputError);
+}
+
+}  // namespace
+}  // namespace kareus::pipeline
