@@ -15,6 +15,10 @@ namespace kareus::pipeline {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// A line's G − F·T sums terms far larger than itself where near-tie options price a second at up to
+// ~1e10 J/s, and its flows carry the rounding of every augmentation through them; each line gives
+// up this much of the terms' magnitude, so that rounding never lifts it above a plan.
+constexpr double kRounding = 1e-11;
 
 // h(f) = min over options of e + f·t for f >= 0, as its lower hull from the option of least effective
 // energy (the minimiser at f = 0) to the fastest: vertex k minimises h on [low(k), breakpoint[k]],
@@ -83,10 +87,16 @@ class DualFlow {
   }
 
   double value() const { return value_; }
-  // G = Σ h_v(f_v), from the flows and the hulls alone.
-  double energy_j() {
+  // G = Σ h_v(f_v), from the flows and the hulls alone, and the magnitude of the terms it and F·T
+  // sum (Σ |h_v| + Σ f_v·t_v at the slowest vertex), which sizes their rounding.
+  double energy_j(double& magnitude) {
     double sum = 0;
-    for (std::size_t v = 0; v < n_; ++v) sum += hulls_[v].at(flow_[v], walk_[v]);
+    magnitude = 0;
+    for (std::size_t v = 0; v < n_; ++v) {
+      const double h = hulls_[v].at(flow_[v], walk_[v]);
+      sum += h;
+      magnitude += std::abs(h) + flow_[v] * hulls_[v].time_s[0];
+    }
     return sum;
   }
 
@@ -160,16 +170,18 @@ class DualFlow {
     const Hull& h = hulls_[arc.node];
     std::size_t& k = segment_[arc.node];
     double& f = flow_[arc.node];
-    // A flow that reaches a breakpoint, or rounds onto it, moves to the next segment: left on it, the
-    // segment's arc would have no capacity and its instruction would block every path through it.
     if (arc.forward) {
-      if (delta >= h.breakpoint[k] - f || f + delta >= h.breakpoint[k]) f = h.breakpoint[k], ++k;  // the next, faster vertex
-      else f += delta;
-      return;
+      const double top = h.breakpoint[k];
+      f = delta >= top - f || f + delta >= top ? top : f + delta;
+    } else {
+      const double low = f > h.low(k) ? h.low(k) : h.low(k - 1);  // the segment capacity() gave
+      f = delta >= f - low || f - delta <= low ? low : f - delta;
     }
-    if (!(f > h.low(k))) --k;  // down into the slower segment, from its top
-    const double top = f;
-    f = delta >= top - h.low(k) || top - delta <= h.low(k) ? h.low(k) : top - delta;
+    // Back on the segment the flow lies in: [low(k), breakpoint[k]). A push below the flow's
+    // rounding leaves it where it was; a stale segment would leave its arc without capacity and
+    // block every path through the instruction.
+    while (f >= h.breakpoint[k]) ++k;
+    while (k > 0 && f < h.low(k)) --k;
   }
 
   // Longest paths with every instruction at its option of least effective energy, in topological
@@ -241,14 +253,15 @@ RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::Instr
     vertices += hulls.back().time_s.size();
   }
   DualFlow dual(dag, std::move(hulls));
-  lines_.push_back({0, dual.energy_j(), 0});
+  double magnitude = 0;
+  lines_.push_back({0, dual.energy_j(magnitude), 0, magnitude});
   // Each augmentation ends at a breakpoint or empties a DAG arc's flow; far more than either means
   // the paths cycle.
   const std::size_t limit = 64 * (vertices + dag.num_edges() + dag.num_nodes());
   for (std::size_t step = 0;; ++step) {
     KAREUS_CHECK(step < limit, "the relaxation's dual did not converge");
     if (!dual.augment(lines_.back().path_s)) break;
-    lines_.push_back({dual.value(), dual.energy_j(), 0});
+    lines_.push_back({dual.value(), dual.energy_j(magnitude), 0, magnitude});
   }
 }
 
@@ -259,7 +272,8 @@ double RelaxationBound::energy_j(double time_s) const {
   const std::size_t i = std::min<std::size_t>(at - lines_.begin(), lines_.size() - 1);
   double best = -kInf;
   for (std::size_t j = i > 0 ? i - 1 : 0; j <= std::min(i + 1, lines_.size() - 1); ++j) {
-    best = std::max(best, lines_[j].energy_j - lines_[j].flow * time_s);
+    const Line& line = lines_[j];
+    best = std::max(best, line.energy_j - line.flow * time_s - kRounding * (line.magnitude + line.flow * time_s));
   }
   return best + idle_power_w_ * time_s;
 }

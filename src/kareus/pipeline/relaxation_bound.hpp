@@ -53,6 +53,7 @@ class RelaxationBound {
     double flow = 0;      // F, in J/s
     double energy_j = 0;  // G = Σ h_v(f_v)
     double path_s = 0;
+    double magnitude = 0;  // Σ |h_v(f_v)| + Σ f_v·t_v: what the line's rounding scales with
   };
   std::vector<Line> lines_;  // flow ascending, path_s descending
   double idle_power_w_ = 0;  // P_blocking·S
