@@ -23,9 +23,11 @@ RC_GTEST_PROP(RelaxationBound, NoPlanBeatsIt, ()) {
   const int stages = *rc::gen::inRange(1, 3);
   const int microbatches = *rc::gen::inRange(1, stages == 1 ? 5 : 4);
   const double p = *rc::gen::element(0.0, 60.0, 83.64, 140.0);
-  const auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe);
-  const OptionTable table = testing::irregular_table(rng, stages, p, 4);
-  const auto schedule = schedule::PipelineSchedule::make(kind, stages, microbatches);
+  const auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe,
+                                      schedule::ScheduleKind::kZeroBubbleH1);
+  const bool split = kind == schedule::ScheduleKind::kZeroBubbleH1;  // B and W, each with options of its own
+  const OptionTable table = testing::irregular_table(rng, stages, p, split ? 3 : 4, split);
+  const auto schedule = schedule::PipelineSchedule::make(kind, stages, split ? std::min(microbatches, 2) : microbatches);
   RC_PRE(testing::assignment_count(table, schedule) <= 20000.0);
   const RelaxationBound bound(table, schedule::InstructionDag(schedule), p);
   for (const TimeEnergy& q : testing::enumerated_frontier(table, schedule, p)) {

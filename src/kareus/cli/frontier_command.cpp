@@ -59,8 +59,8 @@ std::string bound_line(const pipeline::Frontier& frontier, const pipeline::Relax
     if (gap > worst) worst = gap, at_s = p.time_s;
   }
   return fmt::format("Every plan within {:.3f}% of the least energy any plan of its time can spend (worst at {:.4f} s; "
-                     "the bound of the linear relaxation, {} lines)\n",
-                     100 * worst, at_s, bound.num_lines());
+                     "the linear relaxation's bound, --bound)\n",
+                     100 * worst, at_s);
 }
 
 pipeline::SolverOptions solver_options(const FrontierFlags& flags) {

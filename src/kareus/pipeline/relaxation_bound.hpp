@@ -44,7 +44,6 @@ class RelaxationBound {
   // least effective energy: between them the bound falls; beyond the second it rises at P_blocking·S.
   double fastest_time_s() const { return lines_.back().path_s; }
   double slowest_time_s() const { return lines_.front().path_s; }
-  std::size_t num_lines() const { return lines_.size(); }
 
  private:
   // G − F·T bounds Σ e of every plan of makespan T; it is the relaxation's own for T from the next
