@@ -84,10 +84,15 @@ TEST_F(FrontierCli, BoundAddsTheRelaxationsBoundToTheCsvAndTheSummary) {
   }
   EXPECT_GT(rows, 100);
   EXPECT_LT(worst, 0.01);
-  const CliResult summary = run(args);
+  const CliResult summary = run(args + " --out " + path("out"));
   ASSERT_EQ(summary.exit_code, 0) << summary.err;
   EXPECT_TRUE(contains(summary.out, "Every plan within ")) << summary.out;
   EXPECT_TRUE(contains(summary.out, "of the least energy any plan of its time can spend")) << summary.out;
+  // --out's frontier.csv is stdout's, and the plot draws the bound beside the front (with gnuplot).
+  EXPECT_EQ(slurp(path("out") + "/frontier.csv"), csv.out);
+  if (std::filesystem::exists(path("out") + "/frontier.svg")) {
+    EXPECT_TRUE(contains(slurp(path("out") + "/frontier.svg"), "least energy any plan of its time can spend"));
+  }
 }
 
 // The summary says which unit the solver walked and why: chosen from the table (refined from 1 ms

@@ -167,10 +167,15 @@ void write_outputs(const FrontierFlags& flags, const pipeline::OptionTable& tabl
   const std::vector<std::size_t> in_set = plan::evenly_spaced_plans(frontier.points.size(), plan_count);
   std::vector<plan::Plan> plans;
   for (std::size_t i : in_set) plans.push_back(planner::make_plan(table, dag, frontier.points[i], context));
-  std::vector<TimeEnergy> points;
-  for (const auto& p : frontier.points) points.push_back(p.time_energy());
+  std::vector<TimeEnergy> points, lower;
+  for (const auto& p : frontier.points) {
+    points.push_back(p.time_energy());
+    if (bound != nullptr) lower.push_back({p.time_s, bound->energy_j(p.time_s)});
+  }
+  std::vector<report::PlotSeries> series{{"true (time, energy) of each plan", points, false}};
+  if (bound != nullptr) series.push_back({"least energy any plan of its time can spend (--bound)", lower, false});
   const std::string svg = report::render_svg(
-      {{"true (time, energy) of each plan", points, false}},
+      series,
       {fmt::format("Iteration time–energy frontier: {} stages, {} microbatches ({})", flags.stages, flags.microbatches,
                    plan::energy_scope_for(flags.stages)),
        "iteration time (s)", "iteration energy (J)"});
