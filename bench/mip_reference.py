@@ -146,14 +146,15 @@ def our_frontier(kareus, args, setting):
     rounds, _, unit = setting.partition("@")
     cmd = [kareus, "frontier", "--profile", args.profile, "--stages", str(args.stages), "--microbatches",
            str(args.microbatches), "--p-blocking", str(args.p_blocking), "--schedule", args.schedule,
-           "--unit-time", unit or str(args.unit_time), "--csv", "--bound"]
+           "--unit-time", unit or str(args.unit_time), "--csv"] + (["--bound"] if args.relaxation else [])
     if rounds == "converged":
         cmd += ["--local-search-budget", "1e15"]
     elif rounds != "default":
         cmd += ["--local-search-rounds", rounds]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    # time_s, energy_j, and bound_j: the least energy kareus says any plan of that time can spend
-    return [tuple(float(line.split(",")[i]) for i in (0, 1, 4)) for line in out.strip().split("\n")[1:]]
+    # time_s, energy_j, and with --relaxation bound_j: the least energy kareus says any plan of that time can spend
+    columns = (0, 1, 4) if args.relaxation else (0, 1)
+    return [tuple(float(line.split(",")[i]) for i in columns) for line in out.strip().split("\n")[1:]]
 
 
 def check_relaxation(args, nodes, edges, options, front, fastest, slowest):
@@ -229,7 +230,7 @@ def main():
         worst_mip_gap = max(worst_mip_gap, mip_gap)
         cells = []
         for j, front in enumerate(fronts):
-            ours = min(e for (t, e, _) in front if t <= deadline * (1 + 1e-9))
+            ours = min(e for (t, e) in front if t <= deadline * (1 + 1e-9))
             gap, gap_bound = (ours - mip) / mip, (ours - bound) / bound
             worst[j], worst_bound[j] = max(worst[j], gap), max(worst_bound[j], gap_bound)
             cells.append(f"{ours:.6f},{gap:.5%},{gap_bound:.5%}")

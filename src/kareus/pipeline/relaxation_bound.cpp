@@ -141,24 +141,23 @@ class DualFlow {
   }
 
   // An instruction's arc forwards runs on its flow's segment; backwards on the segment below when
-  // the flow sits at that segment's low end.
+  // the flow sits at that segment's low end (none below the first: no capacity).
+  std::size_t segment(const Arc& arc) const {
+    const std::size_t k = segment_[arc.node];
+    return arc.forward || k == 0 || flow_[arc.node] > hulls_[arc.node].low(k) ? k : k - 1;
+  }
   double capacity(std::size_t a) const {
     const Arc& arc = arcs_[a];
     if (arc.node == kNone) return arc.forward ? kInf : arcs_[arc.pair].flow;
     const Hull& h = hulls_[arc.node];
-    const std::size_t k = segment_[arc.node];
-    const double f = flow_[arc.node];
-    if (arc.forward) return h.breakpoint[k] - f;
-    if (f > h.low(k)) return f - h.low(k);
-    return k > 0 ? h.breakpoint[k - 1] - h.low(k - 1) : 0.0;
+    const std::size_t k = segment(arc);
+    return arc.forward ? h.breakpoint[k] - flow_[arc.node] : std::min(flow_[arc.node], h.breakpoint[k]) - h.low(k);
   }
   double arc_cost(std::size_t a) const {
     const Arc& arc = arcs_[a];
     if (arc.node == kNone) return 0;
-    const Hull& h = hulls_[arc.node];
-    const std::size_t k = segment_[arc.node];
-    if (arc.forward) return -h.time_s[k];
-    return flow_[arc.node] > h.low(k) || k == 0 ? h.time_s[k] : h.time_s[k - 1];
+    const double t = hulls_[arc.node].time_s[segment(arc)];
+    return arc.forward ? -t : t;
   }
   void push(std::size_t a, double delta) {
     Arc& arc = arcs_[a];
@@ -174,7 +173,7 @@ class DualFlow {
       const double top = h.breakpoint[k];
       f = delta >= top - f || f + delta >= top ? top : f + delta;
     } else {
-      const double low = f > h.low(k) ? h.low(k) : h.low(k - 1);  // the segment capacity() gave
+      const double low = h.low(segment(arc));
       f = delta >= f - low || f - delta <= low ? low : f - delta;
     }
     // Back on the segment the flow lies in: [low(k), breakpoint[k]). A push below the flow's
