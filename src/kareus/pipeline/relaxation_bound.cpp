@@ -71,19 +71,36 @@ Hull lower_hull(std::vector<StageOption> options, double p_blocking_w) {
 // The dual's residual network: instruction v is the arc in(v) = 2v -> out(v) = 2v + 1, the source
 // 2N feeds every in(v), every out(v) drains to the sink 2N + 1, and each DAG edge u -> w is an arc
 // out(u) -> in(w). Costs are minus the time a unit of flow gains, so the longest augmenting path is
-// a shortest one, found by Dijkstra on potential-reduced costs (successive shortest paths).
+// a shortest one. The primal-dual method: Dijkstra on potential-reduced costs finds the longest
+// path's length, then every augmenting path of that length is pushed, a blocking flow at a time on
+// the arcs of zero reduced cost (Dinic's level graphs); one line of the dual per length.
 class DualFlow {
  public:
   DualFlow(const schedule::InstructionDag& dag, std::vector<Hull> hulls)
       : dag_(dag), hulls_(std::move(hulls)), n_(dag.num_nodes()), source_(2 * n_), sink_(2 * n_ + 1),
-        flow_(n_, 0.0), segment_(n_, 0), walk_(n_, 0), out_(2 * n_ + 2) {
+        flow_(n_, 0.0), segment_(n_, 0), walk_(n_, 0) {
+    std::vector<std::pair<std::size_t, std::size_t>> ends;  // (from, to) of each arc
+    auto add_arc = [&](std::size_t from, std::size_t to, std::size_t node) {
+      arcs_.push_back({to, node, 0});
+      arcs_.push_back({from, node, 0});
+      ends.emplace_back(from, to);
+    };
     for (std::size_t v = 0; v < n_; ++v) {
       add_arc(source_, 2 * v, kNone);
       add_arc(2 * v, 2 * v + 1, v);
       add_arc(2 * v + 1, sink_, kNone);
     }
     for (std::size_t e = 0; e < dag.num_edges(); ++e) add_arc(2 * dag.edge_from(e) + 1, 2 * dag.edge_to(e), kNone);
+    // Each vertex's arcs out, forwards and backwards, contiguous.
+    first_.assign(2 * n_ + 3, 0);
+    for (const auto& [from, to] : ends) ++first_[from + 1], ++first_[to + 1];
+    for (std::size_t x = 0; x + 1 < first_.size(); ++x) first_[x + 1] += first_[x];
+    out_.resize(arcs_.size());
+    std::vector<std::size_t> next(first_.begin(), first_.end() - 1);
+    for (std::size_t k = 0; k < ends.size(); ++k) out_[next[ends[k].first]++] = 2 * k, out_[next[ends[k].second]++] = 2 * k + 1;
     initial_potentials();
+    // Reduced costs this close to zero are zero: the potentials' rounding, at the paths' scale.
+    tight_s_ = 1e-12 * std::max(1.0, -potential_[sink_]);
   }
 
   double value() const { return value_; }
@@ -100,80 +117,84 @@ class DualFlow {
     return sum;
   }
 
-  // The longest augmenting path's length; augments it up to its first breakpoint and returns true,
-  // or returns false when the path has none (every instruction on it at its fastest option).
+  // The longest augmenting path's length; pushes every augmenting path of that length, each up to
+  // its first breakpoint, and returns true, or returns false when the longest path has no
+  // breakpoint (every instruction on it at its fastest option).
   bool augment(double& path_s) {
     shortest_paths();
     KAREUS_CHECK(dist_[sink_] < kInf, "the relaxation's dual lost its augmenting path");
-    double delta = kInf, cost = 0;
-    for (std::size_t x = sink_; x != source_;) {
-      const Arc& a = arcs_[parent_[x]];
-      delta = std::min(delta, capacity(parent_[x]));
-      cost += arc_cost(parent_[x]);
-      x = arcs_[a.pair].to;
-    }
+    path_.clear();
+    for (std::size_t x = sink_; x != source_; x = arcs_[parent_[x] ^ 1].to) path_.push_back(parent_[x]);
+    double cost = 0;
+    for (std::size_t a : path_) cost += arc_cost(a);
     path_s = -cost;
-    if (delta == kInf) return false;
-    for (std::size_t x = sink_; x != source_;) {
-      push(parent_[x], delta);
-      x = arcs_[arcs_[parent_[x]].pair].to;
-    }
-    value_ += delta;
+    if (!push_path()) return false;
     for (std::size_t x = 0; x < potential_.size(); ++x) potential_[x] += std::min(dist_[x], dist_[sink_]);
+    while (tight_levels()) {
+      while (level_path()) {
+        if (!push_path()) return true;  // no breakpoint on it: the next search ends the flow
+      }
+    }
     return true;
   }
 
  private:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  // Arc a and its twin a ^ 1: the even one forwards, the odd one its residual backwards.
   struct Arc {
-    std::size_t to = 0, pair = 0;
+    std::size_t to = 0;
     std::size_t node = kNone;  // an instruction's arc (forwards from in(v), backwards from out(v))
-    bool forward = true;
-    double flow = 0;  // on a DAG or helper arc, forwards; its twin's capacity
+    double flow = 0;           // on a forward DAG or helper arc; its twin's capacity
   };
-
-  void add_arc(std::size_t from, std::size_t to, std::size_t node) {
-    const std::size_t a = arcs_.size();
-    arcs_.push_back({to, a + 1, node, true, 0});
-    arcs_.push_back({from, a, node, false, 0});
-    out_[from].push_back(a);
-    out_[to].push_back(a + 1);
-  }
+  static bool forward(std::size_t a) { return (a & 1) == 0; }
 
   // An instruction's arc forwards runs on its flow's segment; backwards on the segment below when
   // the flow sits at that segment's low end (none below the first: no capacity).
-  std::size_t segment(const Arc& arc) const {
-    const std::size_t k = segment_[arc.node];
-    return arc.forward || k == 0 || flow_[arc.node] > hulls_[arc.node].low(k) ? k : k - 1;
+  std::size_t segment(std::size_t a) const {
+    const std::size_t v = arcs_[a].node, k = segment_[v];
+    return forward(a) || k == 0 || flow_[v] > hulls_[v].low(k) ? k : k - 1;
   }
   double capacity(std::size_t a) const {
     const Arc& arc = arcs_[a];
-    if (arc.node == kNone) return arc.forward ? kInf : arcs_[arc.pair].flow;
+    if (arc.node == kNone) return forward(a) ? kInf : arcs_[a ^ 1].flow;
     const Hull& h = hulls_[arc.node];
-    const std::size_t k = segment(arc);
-    return arc.forward ? h.breakpoint[k] - flow_[arc.node] : std::min(flow_[arc.node], h.breakpoint[k]) - h.low(k);
+    const std::size_t k = segment(a);
+    return forward(a) ? h.breakpoint[k] - flow_[arc.node] : std::min(flow_[arc.node], h.breakpoint[k]) - h.low(k);
   }
   double arc_cost(std::size_t a) const {
     const Arc& arc = arcs_[a];
     if (arc.node == kNone) return 0;
-    const double t = hulls_[arc.node].time_s[segment(arc)];
-    return arc.forward ? -t : t;
+    const double t = hulls_[arc.node].time_s[segment(a)];
+    return forward(a) ? -t : t;
+  }
+  double reduced_cost(std::size_t a) const {
+    return arc_cost(a) + potential_[arcs_[a ^ 1].to] - potential_[arcs_[a].to];
+  }
+
+  // Pushes path_ (arcs from the sink back to the source) up to its first breakpoint; false, pushing
+  // nothing, when it has none.
+  bool push_path() {
+    double delta = kInf;
+    for (std::size_t a : path_) delta = std::min(delta, capacity(a));
+    if (delta == kInf) return false;
+    for (std::size_t a : path_) push(a, delta);
+    value_ += delta;
+    return true;
   }
   void push(std::size_t a, double delta) {
     Arc& arc = arcs_[a];
     if (arc.node == kNone) {
-      if (arc.forward) arc.flow += delta;
-      else arcs_[arc.pair].flow -= delta;
+      arcs_[forward(a) ? a : a ^ 1].flow += forward(a) ? delta : -delta;
       return;
     }
     const Hull& h = hulls_[arc.node];
     std::size_t& k = segment_[arc.node];
     double& f = flow_[arc.node];
-    if (arc.forward) {
+    if (forward(a)) {
       const double top = h.breakpoint[k];
       f = delta >= top - f || f + delta >= top ? top : f + delta;
     } else {
-      const double low = h.low(segment(arc));
+      const double low = h.low(segment(a));
       f = delta >= f - low || f - delta <= low ? low : f - delta;
     }
     // Back on the segment the flow lies in: [low(k), breakpoint[k]). A push below the flow's
@@ -200,27 +221,87 @@ class DualFlow {
     potential_[sink_] = sink;
   }
 
+  // Dijkstra; the vertices a tight arc reaches join their parent's distance on a stack, not the
+  // heap: most of the network is tight (the longest paths' tree), so most vertices never touch it.
   void shortest_paths() {
     dist_.assign(2 * n_ + 2, kInf);
     parent_.assign(2 * n_ + 2, kNone);
+    settled_.assign(2 * n_ + 2, false);
     using Entry = std::pair<double, std::size_t>;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
     dist_[source_] = 0;
-    queue.push({0, source_});
-    while (!queue.empty()) {
-      const auto [d, x] = queue.top();
-      queue.pop();
-      if (d > dist_[x]) continue;
+    stack_.assign(1, source_);
+    for (;;) {
+      std::size_t x = 0;
+      if (!stack_.empty()) {
+        x = stack_.back();
+        stack_.pop_back();
+      } else if (!queue.empty()) {
+        x = queue.top().second;
+        queue.pop();
+      } else {
+        break;
+      }
+      if (settled_[x]) continue;
+      settled_[x] = true;
       // The vertices left are no nearer than the sink: augment() moves their potentials by its distance.
       if (x == sink_) break;
-      for (std::size_t a : out_[x]) {
-        if (!(capacity(a) > 0)) continue;
-        const std::size_t y = arcs_[a].to;
-        // Rounding leaves a reduced cost a hair below zero now and then; it is zero.
-        const double reduced = std::max(0.0, arc_cost(a) + potential_[x] - potential_[y]);
-        if (d + reduced < dist_[y]) dist_[y] = d + reduced, parent_[y] = a, queue.push({dist_[y], y});
+      const double d = dist_[x];
+      for (std::size_t k = first_[x]; k < first_[x + 1]; ++k) {
+        const std::size_t a = out_[k], y = arcs_[a].to;
+        if (settled_[y] || !(capacity(a) > 0)) continue;
+        // Rounding leaves a reduced cost a hair off zero now and then; it is zero.
+        const double reduced = reduced_cost(a);
+        if (reduced <= tight_s_) {
+          if (d < dist_[y]) dist_[y] = d, parent_[y] = a, stack_.push_back(y);
+        } else if (d + reduced < dist_[y]) {
+          dist_[y] = d + reduced, parent_[y] = a, queue.push({dist_[y], y});
+        }
       }
     }
+  }
+
+  // Arcs with capacity and zero reduced cost: every augmenting path of the longest length runs on them.
+  bool tight(std::size_t a) const { return capacity(a) > 0 && reduced_cost(a) <= tight_s_; }
+
+  // Dinic's level graph on the tight arcs: each vertex's distance from the source in arcs; false
+  // when the sink is out of reach.
+  bool tight_levels() {
+    level_.assign(2 * n_ + 2, kNone);
+    level_[source_] = 0;
+    stack_.assign(1, source_);
+    for (std::size_t i = 0; i < stack_.size(); ++i) {
+      const std::size_t x = stack_[i];
+      for (std::size_t k = first_[x]; k < first_[x + 1]; ++k) {
+        const std::size_t a = out_[k], y = arcs_[a].to;
+        if (level_[y] == kNone && tight(a)) level_[y] = level_[x] + 1, stack_.push_back(y);
+      }
+    }
+    next_.assign(first_.begin(), first_.end() - 1);
+    return level_[sink_] != kNone;
+  }
+
+  // A path from the source to the sink down the level graph, in path_ (sink first); each vertex's
+  // next_ arc stays on the arc it last went down until that arc leads nowhere.
+  bool level_path() {
+    stack_.assign(1, source_);
+    while (!stack_.empty()) {
+      const std::size_t x = stack_.back();
+      if (x == sink_) {
+        path_.clear();
+        for (std::size_t i = stack_.size() - 1; i > 0; --i) path_.push_back(out_[next_[stack_[i - 1]]]);
+        return true;
+      }
+      std::size_t& k = next_[x];
+      while (k < first_[x + 1] && !(level_[arcs_[out_[k]].to] == level_[x] + 1 && tight(out_[k]))) ++k;
+      if (k < first_[x + 1]) {
+        stack_.push_back(arcs_[out_[k]].to);
+      } else {  // a dead end: its parent moves past the arc to it
+        stack_.pop_back();
+        if (!stack_.empty()) ++next_[stack_.back()];
+      }
+    }
+    return false;
   }
 
   const schedule::InstructionDag& dag_;
@@ -230,9 +311,13 @@ class DualFlow {
   std::vector<std::size_t> segment_;   // per instruction: the hull vertex its flow's segment ends at
   std::vector<std::size_t> walk_;      // per instruction: where energy_j()'s walk starts
   std::vector<Arc> arcs_;
-  std::vector<std::vector<std::size_t>> out_;
+  std::vector<std::size_t> first_, out_;  // vertex x's arcs: out_[first_[x], first_[x + 1])
   std::vector<double> potential_, dist_;
   std::vector<std::size_t> parent_;
+  std::vector<std::size_t> path_;      // the path being pushed, its arcs from the sink back
+  std::vector<std::size_t> level_, next_, stack_;  // the searches' own
+  std::vector<bool> settled_;
+  double tight_s_ = 0;
   double value_ = 0;
 };
 
@@ -254,8 +339,8 @@ RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::Instr
   DualFlow dual(dag, std::move(hulls));
   double magnitude = 0;
   lines_.push_back({0, dual.energy_j(magnitude), 0, magnitude});
-  // Each augmentation ends at a breakpoint or empties a DAG arc's flow; far more than either means
-  // the paths cycle.
+  // Each length's pushes reach a breakpoint or empty a DAG arc's flow; far more lengths than either
+  // means the paths cycle.
   const std::size_t limit = 64 * (vertices + dag.num_edges() + dag.num_nodes());
   for (std::size_t step = 0;; ++step) {
     KAREUS_CHECK(step < limit, "the relaxation's dual did not converge");

@@ -11,8 +11,8 @@
 // plan. The best flows solve the relaxation's dual, a convex-cost flow (Fulkerson 1961, "A network
 // flow computation for project cost curves"): successive longest augmenting paths, each path's
 // length the slope of G(F) = max Σ h_v over flows of value F, each augmentation up to the next
-// breakpoint of some h_v. The lines at those breakpoints are the whole relaxed front: its energy at
-// T is max over them of G − F·T, plus P_blocking·S·T.
+// breakpoint of some h_v. The lines where the path's length changes are the whole relaxed front:
+// its energy at T is max over them of G − F·T, plus P_blocking·S·T.
 //
 // The relaxation lies below the discrete front by its integrality gap, so the bound certifies, it
 // does not decide. Each line's G is recomputed from its flows and the true options, so every line is
