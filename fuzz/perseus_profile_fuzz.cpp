@@ -2,7 +2,8 @@
 // --profile`, `hw check`): read as an option table for a two-stage pipeline (read_option_table) and
 // as the stage curves `hw check` compares (read_stage_profile); an accepted table is solved for 1F1B
 // over four microbatches with a small budget: the first 64 steps of the frontier, two rounds of
-// local search.
+// local search. Every plan the solver finds is a real plan, so none may spend less than the
+// relaxation's bound at its time: two independent computations held against each other.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "fuzz_support.hpp"
 #include "kareus/calibrate/power_fit.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/relaxation_bound.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kareus::fuzz::quiet_logs();
@@ -23,13 +25,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pipeline::OptionTable table;
   if (!fuzz::holds_contract("profile.csv", [&] { table = pipeline::read_option_table(path, 2); })) return 0;
   fuzz::holds_contract("", [&] {
+    constexpr double kPBlocking = 60;
     const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, 2, 4);
     pipeline::FrontierSolver solver(table, schedule,
-                                    {.p_blocking_w = 60, .local_search_rounds = 2, .local_search_budget = 1e4});
+                                    {.p_blocking_w = kPBlocking, .local_search_rounds = 2, .local_search_budget = 1e4});
+    const pipeline::RelaxationBound bound(table, solver.dag(), kPBlocking);
     int steps = 0;
     for (auto points = solver.next(); !points.empty() && steps < 64; points = solver.next(), ++steps) {
       for (const auto& point : points) {
         if (!(point.time_s > 0) || !std::isfinite(point.energy_j)) fuzz::finding("solver", "a plan without finite time and energy");
+        const double lower = bound.energy_j(point.time_s);
+        if (!(lower <= point.energy_j + 1e-9 * (std::abs(point.energy_j) + kPBlocking * 2 * point.time_s))) {
+          fuzz::finding("relaxation bound", "above a plan the solver found: " + std::to_string(lower) + " J > " +
+                                                std::to_string(point.energy_j) + " J at " + std::to_string(point.time_s) + " s");
+        }
       }
     }
   });
