@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_fixture.hpp"
 
 namespace kareus::testing {
@@ -167,6 +169,37 @@ TEST_F(FrontierCli, ReadsTheComposedTableThatPlanWrites) {
   const auto [time, energy] = first_row(r.out);
   EXPECT_NEAR(time, plan_time, 1e-6 * plan_time);
   EXPECT_LE(energy, plan_energy * (1 + 1e-6));
+}
+
+// The plan's certificate (summary.json's bound_gap at bound_gap_time_s) rests on the bound of the
+// table it composed: the frontier command's bound of that table, read back from its CSV, gives the
+// plan's worst plan the same gap (interpolated between the bounds of its two neighbouring plans).
+TEST_F(FrontierCli, BoundsThePlansFrontAsThePlanSays) {
+  const std::string table = path("table.csv");
+  ASSERT_EQ(run("plan --out " + path("plan") + " --stage-options " + table).exit_code, 0);
+  const auto summary = nlohmann::json::parse(slurp(dir_ / "plan" / "summary.json"));
+  const double gap = summary["bound_gap"].get<double>(), at_s = summary["bound_gap_time_s"].get<double>();
+  EXPECT_GT(gap, 0);
+  EXPECT_LT(gap, 0.02);
+  // (time, last column) of each data row.
+  auto rows = [](const std::string& csv) {
+    std::vector<std::pair<double, double>> out;
+    std::istringstream in(csv.substr(csv.find('\n') + 1));
+    for (std::string line; std::getline(in, line);) out.emplace_back(std::stod(line), std::stod(line.substr(line.rfind(',') + 1)));
+    return out;
+  };
+  const auto plans = rows(slurp(dir_ / "plan" / "frontier.csv"));  // (time, energy)
+  const auto worst = std::ranges::min_element(plans, {}, [&](const auto& p) { return std::abs(p.first - at_s); });
+  ASSERT_NEAR(worst->first, at_s, 1e-7 * at_s) << "the worst plan is one of the plan's frontier";
+  CliResult r = run("frontier --profile " + table + " --stages 2 --microbatches 8 --p-blocking " +
+                    std::to_string(summary["p_static_w"].get<double>()) + " --bound --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto bound = rows(r.out);  // (time, bound_j)
+  const auto after = std::ranges::lower_bound(bound, std::pair{at_s, 0.0});
+  ASSERT_TRUE(after != bound.begin() && after != bound.end()) << "inside the frontier command's front";
+  const auto before = std::prev(after);
+  const double w = (at_s - before->first) / (after->first - before->first);
+  EXPECT_NEAR(worst->second / (before->second + w * (after->second - before->second)) - 1, gap, 1e-4);
 }
 
 TEST_F(FrontierCli, BadInputIsOneLineExitTwoAndNoOutput) {

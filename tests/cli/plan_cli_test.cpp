@@ -1,6 +1,7 @@
 // `kareus plan`, `kareus compare` and `kareus export` end to end on the simulated GPU: what they
 // write, that the chosen plan is the one the target asks for, that Kareus is never worse than the
 // baselines, and bad input as one line, exit 2, nothing written.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -64,6 +65,10 @@ TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
     EXPECT_TRUE(summary.contains(key)) << key;
   }
   EXPECT_EQ(summary["frontier_points"].get<std::size_t>(), frontier.size());
+  // The default job's local search converges; how near exact its frontier is is said three times.
+  EXPECT_TRUE(summary["local_search_converged"].get<bool>());
+  const std::string gap = fmt::format("every plan within {:.3f}%", 100 * summary["bound_gap"].get<double>());
+  EXPECT_TRUE(contains(r.out, "How near exact: local search converged; " + gap)) << r.out;
   // max-throughput is the default target: the fastest point.
   EXPECT_NEAR(summary["time_s"].get<double>(), frontier.front().time_s, 1e-6 * frontier.front().time_s);
   EXPECT_NEAR(summary["energy_j"].get<double>(), frontier.front().energy_j, 1e-6 * frontier.front().energy_j);
@@ -89,6 +94,7 @@ TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
   // each naming a share of its knobs.
   EXPECT_TRUE(contains(html, "url(#clock)") && contains(html, "SM clock")) << "a colour legend";
   EXPECT_TRUE(contains(html, "Overlap decisions"));
+  EXPECT_TRUE(contains(html, gap));
   for (const char* key : {"fwd_attn", "fwd_mlp", "bwd_attn", "bwd_mlp"}) {
     EXPECT_TRUE(contains(html, std::string("<tr><td>") + key + "</td>")) << key;
   }

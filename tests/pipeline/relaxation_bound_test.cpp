@@ -149,7 +149,12 @@ TEST(RelaxationBound, BoundsGpt3FrontClosely) {
     worst = std::max(worst, q.energy_j / lower - 1);
   }
   EXPECT_LT(worst, 0.01);
+  std::vector<TimeEnergy> plans;
+  for (const FrontierPoint& q : front.points) plans.push_back(q.time_energy());
+  EXPECT_DOUBLE_EQ(bound.worst_gap(plans).relative, worst);
   const FrontierPoint& fastest = front.points.front();
+  // A plan below the bound (here a made-up one) shows as a negative gap, not as none.
+  EXPECT_LT(bound.worst_gap(std::vector<TimeEnergy>{{fastest.time_s, fastest.energy_j / 2}}).relative, -0.4);
   const double no_flow = bound.energy_j(bound.slowest_time_s()) - 8 * 83.64 * (bound.slowest_time_s() - fastest.time_s);
   EXPECT_GT(fastest.energy_j / no_flow - 1, 0.05);
 }

@@ -53,14 +53,12 @@ std::string frontier_csv(const pipeline::Frontier& frontier, const pipeline::Rel
 
 // How far the front can be from the exact one: its worst plan against the relaxation's bound.
 std::string bound_line(const pipeline::Frontier& frontier, const pipeline::RelaxationBound& bound) {
-  double worst = 0, at_s = frontier.points.front().time_s;
-  for (const auto& p : frontier.points) {
-    const double gap = p.energy_j / bound.energy_j(p.time_s) - 1;
-    if (gap > worst) worst = gap, at_s = p.time_s;
-  }
+  std::vector<TimeEnergy> plans;
+  for (const auto& p : frontier.points) plans.push_back(p.time_energy());
+  const pipeline::RelaxationBound::Gap worst = bound.worst_gap(plans);
   return fmt::format("Every plan within {:.3f}% of the least energy any plan of its time can spend (worst at {:.4f} s; "
                      "the linear relaxation's bound, --bound)\n",
-                     100 * worst, at_s);
+                     100 * worst.relative, worst.time_s);
 }
 
 pipeline::SolverOptions solver_options(const FrontierFlags& flags) {

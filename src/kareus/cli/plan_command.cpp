@@ -164,6 +164,14 @@ std::pair<std::string, std::string> partition_section(const planner::Job& job, c
   return {title, report::partition_gantt_svg(*pick, *knob, sim->timeline(*pick, *knob))};
 }
 
+// How far the frontier can be from the exact one on the composed options.
+std::string frontier_exactness(const planner::JobPlan& p) {
+  return fmt::format("local search {}; every plan within {:.3f}% of the least energy any plan of its time can spend "
+                     "on these options (worst at {:.4f} s; the linear relaxation's bound)",
+                     p.kareus.local_search_converged ? "converged" : "not converged",
+                     100 * p.bound_gap.relative, p.bound_gap.time_s);
+}
+
 nlohmann::json summary_json(const planner::Job& job, const planner::JobPlan& p, const evaluate::Evaluator& evaluator,
                             const planner::PlannerOptions& options, const PlanFlags& flags) {
   const planner::MethodResult& k = p.kareus;
@@ -181,6 +189,9 @@ nlohmann::json summary_json(const planner::Job& job, const planner::JobPlan& p, 
                             {"time_s", p.chosen_plan.time_s},
                             {"energy_j", p.chosen_plan.energy_j},
                             {"frontier_points", k.frontier.size()},
+                            {"local_search_converged", k.local_search_converged},
+                            {"bound_gap", p.bound_gap.relative},
+                            {"bound_gap_time_s", p.bound_gap.time_s},
                             {"unit_time_s", k.unit_time_s},
                             {"measurements", k.measurements},
                             {"grid_knobs", k.grid_knobs},
@@ -225,6 +236,7 @@ std::string report_html(const planner::Job& job, const planner::JobPlan& p, cons
         {"iteration time", fmt::format("{:.4f} s", p.chosen_plan.time_s)},
         {"iteration energy", fmt::format("{:.1f} J ({})", p.chosen_plan.energy_j, plan::energy_scope_for(job.parallel.pp))},
         {"frontier points", std::to_string(p.kareus.frontier.size())},
+        {"how near exact", frontier_exactness(p)},
         {"measurements", fmt::format("{} of {} knobs", p.kareus.measurements, p.kareus.grid_knobs)},
         {"how far to trust it", report::trust_note(evaluator.provenance())}},
        provenance_note(evaluator)},
@@ -257,6 +269,7 @@ void print_plan(const planner::Job& job, const planner::JobPlan& p, const evalua
   fmt::print("  {:<16} {:>12.4f} {:>14.1f}\n", "chosen", p.chosen_plan.time_s, p.chosen_plan.energy_j);
   if (p.baselines) print_baselines(*p.baselines, p.chosen_plan);
   fmt::print("{}\n", host_bound_line(p.host_bound, options.engine));
+  fmt::print("How near exact: {}\n", frontier_exactness(p));
   fmt::print(
       "{} frontier points (unit {} s) from {} measurements in {:.2f} s; wrote {}/frontier.csv, plan.json, "
       "plans.json, summary.json, report.html, frontier.svg, timeline.svg\n",

@@ -362,4 +362,14 @@ double RelaxationBound::energy_j(double time_s) const {
   return best + idle_power_w_ * time_s;
 }
 
+RelaxationBound::Gap RelaxationBound::worst_gap(std::span<const TimeEnergy> plans) const {
+  KAREUS_CHECK(!plans.empty(), "a gap needs a plan");
+  Gap worst{-kInf, 0};  // a plan below the bound shows as a negative gap, not as none
+  for (const TimeEnergy& p : plans) {
+    const double gap = p.energy_j / energy_j(p.time_s) - 1;
+    if (gap > worst.relative) worst = {gap, p.time_s};
+  }
+  return worst;
+}
+
 }  // namespace kareus::pipeline

@@ -23,8 +23,10 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
+#include "kareus/core/pareto.hpp"
 #include "kareus/pipeline/option_table.hpp"
 #include "kareus/schedule/dag.hpp"
 
@@ -44,6 +46,14 @@ class RelaxationBound {
   // least effective energy: between them the bound falls; beyond the second it rises at P_blocking·S.
   double fastest_time_s() const { return lines_.back().path_s; }
   double slowest_time_s() const { return lines_.front().path_s; }
+
+  // The plan of `plans` furthest above the bound: energy / bound − 1, and its time. How far the
+  // plans can be from the exact front, integrality gap included. `plans` must not be empty.
+  struct Gap {
+    double relative = 0;
+    double time_s = 0;
+  };
+  Gap worst_gap(std::span<const TimeEnergy> plans) const;
 
  private:
   // G − F·T bounds Σ e of every plan of makespan T; it is the relaxation's own for T from the next

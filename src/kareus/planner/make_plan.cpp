@@ -32,9 +32,7 @@ plan::Plan make_plan(const pipeline::OptionTable& table, const schedule::Instruc
 }
 
 plan::Plan make_plan(const MethodResult& result, const Job& job, const pipeline::FrontierPoint& point) {
-  const auto order = schedule::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
-                                                      result.virtual_stages);
-  schedule::InstructionDag dag(order);
+  schedule::InstructionDag dag(result.pipeline_schedule(job));
   PlanContext context{result.schedule, job.parallel.microbatches, result.p_static_w, result.unit_time_s,
                       {{"method", std::string(to_string(result.method))}, {"job", job.name}}};
   // Which host the instruction times assume: `kareus simulate` replays the plan under it.

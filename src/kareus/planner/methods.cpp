@@ -209,9 +209,7 @@ class KareusStrategy final : public MethodStrategy {
   // whatever is not dominated kept. A baseline a table cannot run (the Kareus artifact's profiles
   // never measure the sequential knob) is left out: Kareus then plans from what was measured.
   void merge(MethodResult& result, MethodRun& run) const override {
-    auto schedule = schedule::PipelineSchedule::make(result.schedule, run.job.parallel.pp, run.job.parallel.microbatches,
-                                                     result.virtual_stages);
-    schedule::InstructionDag dag(schedule);
+    schedule::InstructionDag dag(result.pipeline_schedule(run.job));
     std::vector<FrontierPoint> all = result.frontier;
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
       const MethodStrategy& strategy = strategy_for(baseline);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "kareus/pipeline/relaxation_bound.hpp"
 #include "kareus/plan/select.hpp"
 #include "kareus/planner/baselines.hpp"
 #include "kareus/planner/host_bound.hpp"
@@ -26,6 +27,9 @@ struct PlanRequest {
 
 struct JobPlan {
   MethodResult kareus;
+  // How far kareus.frontier can be from the exact frontier of its table: its plan furthest above
+  // the linear relaxation's bound.
+  pipeline::RelaxationBound::Gap bound_gap;
   plan::Target target;     // what picked the chosen plan
   std::size_t chosen = 0;  // index into kareus.frontier
   plan::Plan chosen_plan;

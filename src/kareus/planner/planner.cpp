@@ -26,6 +26,10 @@ std::vector<TimeEnergy> MethodResult::points() const {
   return out;
 }
 
+schedule::PipelineSchedule MethodResult::pipeline_schedule(const Job& job) const {
+  return schedule::PipelineSchedule::make(schedule, job.parallel.pp, job.parallel.microbatches, virtual_stages);
+}
+
 std::vector<workload::Partition> job_partitions(const Job& job) {
   std::vector<workload::Partition> partitions = workload::build_partitions(job.model, job.parallel);
   for (int stage = 0; stage < job.parallel.pp; ++stage) {
@@ -80,12 +84,12 @@ MethodResult run_strategy(const MethodStrategy& strategy, MethodRun& run) {
                                                 .split_backward = schedule::splits_backward(result.schedule),
                                                 .virtual_stages = result.virtual_stages,
                                                 .engine = options.engine});
-  auto schedule = schedule::PipelineSchedule::make(result.schedule, job.parallel.pp, job.parallel.microbatches,
-                                                   result.virtual_stages);
+  const schedule::PipelineSchedule schedule = result.pipeline_schedule(job);
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
   pipeline::Frontier frontier = pipeline::solve_frontier(result.table, schedule, solver);
   result.unit_time_s = frontier.stats.unit.unit_time_s;
   result.frontier = std::move(frontier.points);
+  result.local_search_converged = frontier.stats.local_search_converged;
   strategy.merge(result, run);
   result.measurements = run.measurements() - measured_before;
   return result;

@@ -73,11 +73,14 @@ struct MethodResult {
   nlohmann::json gpu;  // the evaluator's GPU as a plan records it (plan::gpu_limits_json)
   pipeline::OptionTable table;
   std::vector<pipeline::FrontierPoint> frontier;  // Pareto, time ascending; plans index `table`
+  bool local_search_converged = false;  // the frontier solver's (pipeline/local_search.hpp)
   std::size_t measurements = 0;                   // evaluator calls this method made
   std::size_t grid_knobs = 0;                     // knobs its space holds (Kareus)
   std::size_t unusable_knobs = 0;                 // a table's records its space cannot hold (Kareus)
 
   std::vector<TimeEnergy> points() const;
+  // The pipeline schedule `frontier` was solved on.
+  schedule::PipelineSchedule pipeline_schedule(const Job& job) const;
 };
 
 // All partitions the job runs: layer partitions, then the non-partition work of every stage; with
