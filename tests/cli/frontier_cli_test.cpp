@@ -202,6 +202,34 @@ TEST_F(FrontierCli, BoundsThePlansFrontAsThePlanSays) {
   EXPECT_NEAR(worst->second / (before->second + w * (after->second - before->second)) - 1, gap, 1e-4);
 }
 
+// --relaxation-plans only adds to the front: each plan without it has one with it no slower and no
+// dearer, and the summary gives the bound's line.
+TEST_F(FrontierCli, RelaxationPlansOnlyAddToTheFront) {
+  const std::string args =
+      "frontier --profile " + kData + "bloom+a100_sxm_bf16.csv --stages 8 --microbatches 24 --p-blocking 83.64";
+  auto plans = [](const std::string& csv) {
+    std::vector<std::pair<double, double>> out;
+    std::istringstream in(csv.substr(csv.find('\n') + 1));
+    double time_s = 0, energy_j = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (std::sscanf(line.c_str(), "%lf,%lf", &time_s, &energy_j) == 2) out.emplace_back(time_s, energy_j);
+    }
+    return out;
+  };
+  const CliResult without = run(args + " --csv"), with = run(args + " --csv --relaxation-plans");
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  const auto before = plans(without.out), after = plans(with.out);
+  ASSERT_FALSE(before.empty());
+  EXPECT_NE(before, after) << "the plans enter BLOOM's front near its fastest plans";
+  for (const auto& [time_s, energy_j] : before) {
+    EXPECT_TRUE(std::ranges::any_of(after, [&](const auto& p) {
+      return p.first <= time_s * (1 + 1e-8) && p.second <= energy_j * (1 + 1e-8);
+    })) << time_s;
+  }
+  EXPECT_TRUE(contains(run(args + " --relaxation-plans").out, "Every plan within "));
+}
+
 TEST_F(FrontierCli, BadInputIsOneLineExitTwoAndNoOutput) {
   const std::string header = "stage,instruction,frequency,time,energy\n";
   struct Bad {

@@ -43,6 +43,7 @@
 #include "kareus/pipeline/min_cut.hpp"
 #include "kareus/pipeline/operation_cost.hpp"
 #include "kareus/pipeline/option_table.hpp"
+#include "kareus/pipeline/relaxation_bound.hpp"
 #include "kareus/schedule/schedule.hpp"
 #include "kareus/pipeline/unit_choice.hpp"
 
@@ -75,6 +76,13 @@ struct SolverOptions {
   // out. Sixteen: on the composed table of llama3.2-3b-tp8-mbs8-seq4096, 8 left it 0.091% above
   // HiGHS's plans, 12, 16 and 24 0.047% (bench/results/frontier_mip.md).
   std::size_t wide_move_reach = 16;
+  // After the local search, the relaxation's bound (relaxation_bound.hpp), and each of its lines'
+  // Lagrangian plans offered to the front: near the fastest plans, where the budget leaves the
+  // search furthest from the exact front, they beat it (BLOOM 8 × 24: by up to 0.78% at a
+  // deadline). Frontier::bound keeps the bound. Off by default: the bound costs about what the
+  // solver does on large pipelines (1,536 instructions: 60–80% more; 8,192: about as much again).
+  // Not with 0 rounds.
+  bool relaxation_plans = false;
 };
 
 struct SolverStats {
@@ -138,6 +146,10 @@ class FrontierSolver {
   std::span<const std::span<const double>> least_energy_from() const { return least_energy_from_of_; }
   const SolverOptions& options() const { return options_; }
   int num_stages() const { return table_.num_stages(); }
+
+  // The plan that puts each node at its candidate of least effective energy plus flows[node] times
+  // its time (the fastest of equals), slack reclaimed: a line's Lagrangian plan (relaxation_bound.hpp).
+  FrontierPoint lagrangian_plan(std::span<const double> flows) const;
 
   const schedule::InstructionDag& dag() const { return dag_; }
   const SolverStats& stats() const { return stats_; }
@@ -247,12 +259,14 @@ struct Frontier {
   std::vector<FrontierPoint> points;  // Pareto-optimal in true (time, energy), time ascending
   SolverStats stats;
   long total_points = 0;  // plans evaluated, before dropping dominated ones
+  std::optional<RelaxationBound> bound;  // with SolverOptions::relaxation_plans
 };
 
 // Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by Pareto
 // local search until no plan of it has a move that enters it, or `local_search_rounds` rounds are
 // spent (stats say which; plans found there keep the planned time and model energy of the step
-// they descend from). Uses the calling thread and oneTBB's; the
+// they descend from), then offers it the relaxation's Lagrangian plans (SolverOptions::
+// relaxation_plans; theirs are their true time and energy). Uses the calling thread and oneTBB's; the
 // result does not depend on how many. `progress`, when set, is called about every 256 steps and
 // every 64 local search expansions.
 Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedule& schedule,

@@ -100,6 +100,21 @@ FrontierSolver::Realized FrontierSolver::realize(const Model& model, std::vector
   return realized;
 }
 
+FrontierPoint FrontierSolver::lagrangian_plan(std::span<const double> flows) const {
+  const std::span<const std::span<const Candidate>> candidates_of = model().candidates_of;
+  std::vector<std::size_t> chosen(dag_.num_nodes(), 0);
+  for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
+    auto price = [&](const Candidate& c) { return c.effective_energy_j + flows[v] * c.time_s; };
+    for (std::size_t k = 1; k < candidates_of[v].size(); ++k) {
+      if (price(candidates_of[v][k]) < price(candidates_of[v][chosen[v]])) chosen[v] = k;
+    }
+  }
+  FrontierPoint point = realize(model(), std::move(chosen)).point;
+  point.planned_time_s = point.time_s;  // no step planned it
+  point.model_energy_j = point.energy_j;
+  return point;
+}
+
 FrontierPoint FrontierSolver::reclaimed(const Realized& realized, double allowed_time_s) const {
   const std::span<const std::span<const Candidate>> candidates_of = realized.model->candidates_of;
   std::vector<std::size_t> chosen = realized.chosen;

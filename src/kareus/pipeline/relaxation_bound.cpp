@@ -104,6 +104,7 @@ class DualFlow {
   }
 
   double value() const { return value_; }
+  std::span<const double> flows() const { return flow_; }
   // G = Σ h_v(f_v), from the flows and the hulls alone, and the magnitude of the terms it and F·T
   // sum (Σ |h_v| + Σ f_v·t_v at the slowest vertex), which sizes their rounding.
   double energy_j(double& magnitude) {
@@ -323,7 +324,8 @@ class DualFlow {
 
 }  // namespace
 
-RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::InstructionDag& dag, double p_blocking_w) {
+RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::InstructionDag& dag, double p_blocking_w,
+                                 const LineVisitor& visit) {
   if (!(p_blocking_w >= 0) || !std::isfinite(p_blocking_w)) {
     throw InputError(fmt::format("P_blocking must be a non-negative power, got {}", p_blocking_w));
   }
@@ -339,6 +341,7 @@ RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::Instr
   DualFlow dual(dag, std::move(hulls));
   double magnitude = 0;
   lines_.push_back({0, dual.energy_j(magnitude), 0, magnitude});
+  if (visit) visit(dual.flows());
   // Each length's pushes reach a breakpoint or empty a DAG arc's flow; far more lengths than either
   // means the paths cycle.
   const std::size_t limit = 64 * (vertices + dag.num_edges() + dag.num_nodes());
@@ -346,6 +349,7 @@ RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::Instr
     KAREUS_CHECK(step < limit, "the relaxation's dual did not converge");
     if (!dual.augment(lines_.back().path_s)) break;
     lines_.push_back({dual.value(), dual.energy_j(magnitude), 0, magnitude});
+    if (visit) visit(dual.flows());
   }
 }
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -34,9 +35,15 @@ namespace kareus::pipeline {
 
 class RelaxationBound {
  public:
+  // Each line's flow through every instruction (per DAG node), as the dual reaches it.
+  using LineVisitor = std::function<void(std::span<const double> flows)>;
+
   // Throws InputError when P_blocking is negative or an instruction has no options. The table must
-  // cover the DAG's stages, chunks and slots.
-  RelaxationBound(const OptionTable& table, const schedule::InstructionDag& dag, double p_blocking_w);
+  // cover the DAG's stages, chunks and slots. `visit`, when set, sees every line's flows: the plan
+  // that puts each instruction at its option of least e + f_v·t is the line's Lagrangian plan, a
+  // real plan that the relaxation finds where the discrete front is hardest to reach.
+  RelaxationBound(const OptionTable& table, const schedule::InstructionDag& dag, double p_blocking_w,
+                  const LineVisitor& visit = {});
 
   // The least energy a plan of makespan at most `time_s` can spend. Below the relaxation's fastest
   // makespan no plan exists, and the value is that of the fastest lines.
