@@ -222,10 +222,10 @@ TEST_F(FrontierCli, RelaxationPlansOnlyAddToTheFront) {
   const auto before = plans(without.out), after = plans(with.out);
   ASSERT_FALSE(before.empty());
   EXPECT_NE(before, after) << "the plans enter BLOOM's front near its fastest plans";
-  for (const auto& [time_s, energy_j] : before) {
-    EXPECT_TRUE(std::ranges::any_of(after, [&](const auto& p) {
-      return p.first <= time_s * (1 + 1e-8) && p.second <= energy_j * (1 + 1e-8);
-    })) << time_s;
+  for (const std::pair<double, double>& q : before) {
+    EXPECT_TRUE(std::ranges::any_of(after, [&](const std::pair<double, double>& p) {
+      return p.first <= q.first * (1 + 1e-8) && p.second <= q.second * (1 + 1e-8);
+    })) << q.first;
   }
   EXPECT_TRUE(contains(run(args + " --relaxation-plans").out, "Every plan within "));
 }
