@@ -6,10 +6,13 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "exact_reference.hpp"
 #include "kareus/core/error.hpp"
@@ -34,6 +37,63 @@ RC_GTEST_PROP(RelaxationBound, NoPlanBeatsIt, ()) {
   for (const TimeEnergy& q : testing::enumerated_frontier(table, schedule, p)) {
     RC_ASSERT(bound.energy_j(q.time_s) <= q.energy_j * (1 + 1e-9) + 1e-9);
   }
+}
+
+// The least effective energy instruction `ins` can spend in `duration_s` if it may run any mix of
+// its options (the relaxation's own cost), from the options alone: the mix of an LP with two
+// constraints needs two options, one at most as slow as the duration, and a mix slower than the
+// duration's time is no cheaper than its two ends. A duration read from the potentials may fall an
+// ulp short of the option it is, so an option that much slower fits.
+double relaxed_energy_j(const std::vector<StageOption>& options, double p, double duration_s) {
+  const double fits_s = duration_s * (1 + 1e-12);
+  double best = std::numeric_limits<double>::infinity();
+  for (const StageOption& a : options) {
+    if (a.time_s > fits_s) continue;
+    const double ea = a.energy_j - p * a.time_s;
+    best = std::min(best, ea);
+    for (const StageOption& b : options) {
+      if (b.time_s <= fits_s) continue;
+      const double eb = b.energy_j - p * b.time_s;
+      best = std::min(best, ea + (eb - ea) * (std::max(duration_s, a.time_s) - a.time_s) / (b.time_s - a.time_s));
+    }
+  }
+  return best;
+}
+
+// Where the relaxation's lines meet, the durations the bound's visitor sees are the relaxation's
+// optimum: a feasible mix whose energy at its own makespan is the bound there (strong duality,
+// checked against the options' mixes computed apart), from the slowest makespan to the fastest. And
+// each rounded to a plan (FrontierSolver::relaxation_plan) is no slower than that makespan.
+RC_GTEST_PROP(RelaxationBound, VisitsTheRelaxationsOptimaWhereItsLinesMeet, ()) {
+  std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+  const int stages = *rc::gen::inRange(1, 5);
+  const double p = *rc::gen::element(0.0, 60.0, 83.64, 140.0);
+  const auto kind = *rc::gen::element(schedule::ScheduleKind::k1F1B, schedule::ScheduleKind::kGPipe,
+                                      schedule::ScheduleKind::kZeroBubbleH1);
+  const bool split = kind == schedule::ScheduleKind::kZeroBubbleH1;
+  const OptionTable table = testing::irregular_table(rng, stages, p, 6, split);
+  const auto schedule = schedule::PipelineSchedule::make(kind, stages, *rc::gen::inRange(1, 7));
+  const schedule::InstructionDag dag(schedule);
+  std::vector<std::vector<double>> optima;
+  const RelaxationBound bound(table, dag, p, [&](std::span<const double> d) { optima.emplace_back(d.begin(), d.end()); });
+  RC_ASSERT(optima.size() >= 2u);
+  const FrontierSolver solver(table, schedule, {.p_blocking_w = p});
+  for (const std::vector<double>& durations : optima) {
+    const double makespan = dag.makespan<double>(durations);
+    double energy = p * table.num_stages() * makespan;
+    for (std::size_t v = 0; v < dag.num_nodes(); ++v) {
+      energy += relaxed_energy_j(options_of(table, dag.instruction(v)), p, durations[v]);
+    }
+    RC_ASSERT(std::isfinite(energy));  // no duration faster than the instruction's fastest option
+    // At least the bound, as every mix is; and the bound, but for the margin it gives up to rounding,
+    // once for its own terms and once for the mix's, which sum the same prices of near-tie options.
+    const double lowest = bound.energy_j(makespan), rounding = 1e-8 * std::abs(energy);
+    RC_ASSERT(energy >= lowest - rounding);
+    RC_ASSERT(energy <= lowest + 2 * bound.rounding_margin_j(makespan) + rounding);
+    RC_ASSERT(solver.relaxation_plan(durations).time_s <= makespan * (1 + 1e-9));
+  }
+  RC_ASSERT(std::abs(dag.makespan<double>(optima.front()) - bound.slowest_time_s()) <= 1e-9 * bound.slowest_time_s());
+  RC_ASSERT(std::abs(dag.makespan<double>(optima.back()) - bound.fastest_time_s()) <= 1e-9 * bound.fastest_time_s());
 }
 
 // A one-stage pipeline is a chain: its plans' durations add up, so the relaxation's dual is one
@@ -181,7 +241,7 @@ TEST(RelaxationBound, IsHighsRelaxationAtTheFastestPlans) {
   }
 }
 
-// The relaxation's Lagrangian plans, offered after the local search, only add to its front: every
+// The relaxation's plans, offered after the local search, only add to its front: every
 // plan of the front without them has one with them no slower and no dearer (irregular tables, a
 // search of one round, which leaves most fronts short of converged).
 RC_GTEST_PROP(RelaxationPlans, OnlyAddWhatBeatsTheFront, ()) {
@@ -204,8 +264,9 @@ RC_GTEST_PROP(RelaxationPlans, OnlyAddWhatBeatsTheFront, ()) {
 }
 
 // Near BLOOM's fastest plans at 8 x 24 the default budget leaves the local search furthest from the
-// bound; the Lagrangian plans land there and bring the front's mean gap to the bound down from 0.26%
-// to about 0.21%.
+// bound; the relaxation's plans land there and bring the front's mean gap to the bound down from
+// 0.26% to about 0.18% (its Lagrangian plans, each instruction at its option of least e + f·t for
+// the dual's flows, got 0.21%).
 TEST(RelaxationPlans, BringBloomsBudgetedFrontNearerTheBound) {
   const OptionTable table =
       read_option_table(KAREUS_DATA_DIR "/perseus-sosp24/stage_profile/bloom+a100_sxm_bf16.csv", 8);
@@ -218,7 +279,7 @@ TEST(RelaxationPlans, BringBloomsBudgetedFrontNearerTheBound) {
   };
   const double with = mean_gap(solve_frontier(table, schedule, {.p_blocking_w = 83.64, .relaxation_plans = true}));
   const double without = mean_gap(solve_frontier(table, schedule, {.p_blocking_w = 83.64}));
-  EXPECT_LT(with, without - 0.0003) << with << " against " << without;
+  EXPECT_LT(with, without - 0.0006) << with << " against " << without;
 }
 
 TEST(RelaxationBound, RejectsNegativeBlockingPower) {

@@ -277,11 +277,12 @@ Action register_frontier(CLI::App& app) {
                 "of the linear relaxation over the options' convex hulls); the summary gives the worst plan's "
                 "gap to it, the CSV a bound_j column, frontier.svg its curve");
   cmd->add_flag("--relaxation-plans", flags->relaxation_plans,
-                "After the local search, offer the front the relaxation's Lagrangian plans: each instruction at "
-                "its option of least effective energy plus the dual's price times its time. They beat the "
-                "default budget's front near the fastest plans (BLOOM 8 x 24: by up to 0.78% at a deadline) and "
-                "cost the bound's computation; the summary then gives the worst plan's gap to the bound (not "
-                "with --local-search-rounds 0)");
+                "After the local search, offer the front the relaxation's optimum where each two of the bound's "
+                "lines meet, rounded to a plan: each instruction at its option of least effective energy no slower "
+                "than its duration there. They beat the default budget's front near the fastest plans (BLOOM "
+                "8 x 24: by up to 0.92% at a deadline) and cost the bound's computation; the summary then gives "
+                "the worst plan's gap to the bound (not with --local-search-rounds 0). kareus plan and compare "
+                "always offer them");
   return [flags] { return run_frontier(*flags); };
 }
 

@@ -76,12 +76,12 @@ struct SolverOptions {
   // out. Sixteen: on the composed table of llama3.2-3b-tp8-mbs8-seq4096, 8 left it 0.091% above
   // HiGHS's plans, 12, 16 and 24 0.047% (bench/results/frontier_mip.md).
   std::size_t wide_move_reach = 16;
-  // After the local search, the relaxation's bound (relaxation_bound.hpp), and each of its lines'
-  // Lagrangian plans offered to the front: near the fastest plans, where the budget leaves the
-  // search furthest from the exact front, they beat it (BLOOM 8 × 24: by up to 0.78% at a
-  // deadline). Frontier::bound keeps the bound. Off by default: the bound costs about what the
-  // solver does on large pipelines (1,536 instructions: 60–80% more; 8,192: about as much again).
-  // Not with 0 rounds.
+  // After the local search, the relaxation's bound (relaxation_bound.hpp), and its optimum where
+  // each two of its lines meet rounded to a plan, offered to the front: near the fastest plans,
+  // where the budget leaves the search furthest from the exact front, they beat it (a PP 8 × 64
+  // table's fastest plan by 1.2%). Frontier::bound keeps the bound. Off by default in the solver:
+  // the bound costs several times the solve on large pipelines (2,048 instructions: 3×; 10,240:
+  // 5×); the planner turns it on (planner.hpp). Not with 0 rounds.
   bool relaxation_plans = false;
 };
 
@@ -147,9 +147,11 @@ class FrontierSolver {
   const SolverOptions& options() const { return options_; }
   int num_stages() const { return table_.num_stages(); }
 
-  // The plan that puts each node at its candidate of least effective energy plus flows[node] times
-  // its time (the fastest of equals), slack reclaimed: a line's Lagrangian plan (relaxation_bound.hpp).
-  FrontierPoint lagrangian_plan(std::span<const double> flows) const;
+  // The relaxation's optimum rounded to a plan (relaxation_bound.hpp): each node at its candidate
+  // of least effective energy no slower than durations[node], slack reclaimed. No slower than the
+  // relaxation's makespan; above its energy only by what each node loses to the options beside its
+  // duration, and what the reclaim wins back.
+  FrontierPoint relaxation_plan(std::span<const double> durations) const;
 
   const schedule::InstructionDag& dag() const { return dag_; }
   const SolverStats& stats() const { return stats_; }
@@ -265,7 +267,7 @@ struct Frontier {
 // Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by Pareto
 // local search until no plan of it has a move that enters it, or `local_search_rounds` rounds are
 // spent (stats say which; plans found there keep the planned time and model energy of the step
-// they descend from), then offers it the relaxation's Lagrangian plans (SolverOptions::
+// they descend from), then offers it the relaxation's optima rounded to plans (SolverOptions::
 // relaxation_plans; theirs are their true time and energy). Uses the calling thread and oneTBB's; the
 // result does not depend on how many. `progress`, when set, is called about every 256 steps and
 // every 64 local search expansions.

@@ -100,13 +100,16 @@ FrontierSolver::Realized FrontierSolver::realize(const Model& model, std::vector
   return realized;
 }
 
-FrontierPoint FrontierSolver::lagrangian_plan(std::span<const double> flows) const {
+FrontierPoint FrontierSolver::relaxation_plan(std::span<const double> durations) const {
   const std::span<const std::span<const Candidate>> candidates_of = model().candidates_of;
   std::vector<std::size_t> chosen(dag_.num_nodes(), 0);
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
-    auto price = [&](const Candidate& c) { return c.effective_energy_j + flows[v] * c.time_s; };
-    for (std::size_t k = 1; k < candidates_of[v].size(); ++k) {
-      if (price(candidates_of[v][k]) < price(candidates_of[v][chosen[v]])) chosen[v] = k;
+    // The potentials' rounding, at the makespan's scale: a hull vertex's own time may read a hair
+    // above the duration it is.
+    const double within = durations[v] * (1 + 1e-12);
+    const std::span<const Candidate> candidates = candidates_of[v];  // fastest first
+    for (std::size_t k = 1; k < candidates.size() && candidates[k].time_s <= within; ++k) {
+      if (candidates[k].effective_energy_j < candidates[chosen[v]].effective_energy_j) chosen[v] = k;
     }
   }
   FrontierPoint point = realize(model(), std::move(chosen)).point;

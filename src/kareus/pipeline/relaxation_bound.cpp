@@ -73,12 +73,15 @@ Hull lower_hull(std::vector<StageOption> options, double p_blocking_w) {
 // out(u) -> in(w). Costs are minus the time a unit of flow gains, so the longest augmenting path is
 // a shortest one. The primal-dual method: Dijkstra on potential-reduced costs finds the longest
 // path's length, then every augmenting path of that length is pushed, a blocking flow at a time on
-// the arcs of zero reduced cost (Dinic's level graphs); one line of the dual per length.
+// the arcs of zero reduced cost (Dinic's level graphs); one line of the dual per length. The
+// potentials are the primal: −potential(in(v)) is instruction v's start, −potential(out(v)) its end,
+// the sink's the makespan, which is the length searched last; by complementary slackness each
+// duration lies on the hull segment its flow is on, so they are the relaxation's optimum there.
 class DualFlow {
  public:
   DualFlow(const schedule::InstructionDag& dag, std::vector<Hull> hulls)
       : dag_(dag), hulls_(std::move(hulls)), n_(dag.num_nodes()), source_(2 * n_), sink_(2 * n_ + 1),
-        flow_(n_, 0.0), segment_(n_, 0), walk_(n_, 0) {
+        flow_(n_, 0.0), duration_(n_, 0.0), segment_(n_, 0), walk_(n_, 0) {
     std::vector<std::pair<std::size_t, std::size_t>> ends;  // (from, to) of each arc
     auto add_arc = [&](std::size_t from, std::size_t to, std::size_t node) {
       arcs_.push_back({to, node, 0});
@@ -104,7 +107,12 @@ class DualFlow {
   }
 
   double value() const { return value_; }
-  std::span<const double> flows() const { return flow_; }
+  // The primal at the length searched last; before the first search, every instruction at its
+  // option of least effective energy.
+  std::span<const double> durations() {
+    for (std::size_t v = 0; v < n_; ++v) duration_[v] = potential_[2 * v] - potential_[2 * v + 1];
+    return duration_;
+  }
   // G = Σ h_v(f_v), from the flows and the hulls alone, and the magnitude of the terms it and F·T
   // sum (Σ |h_v| + Σ f_v·t_v at the slowest vertex), which sizes their rounding.
   double energy_j(double& magnitude) {
@@ -129,8 +137,9 @@ class DualFlow {
     double cost = 0;
     for (std::size_t a : path_) cost += arc_cost(a);
     path_s = -cost;
-    if (!push_path()) return false;
+    // Before the push, so that at the fastest length, which has nothing to push, they are its primal.
     for (std::size_t x = 0; x < potential_.size(); ++x) potential_[x] += std::min(dist_[x], dist_[sink_]);
+    if (!push_path()) return false;
     while (tight_levels()) {
       while (level_path()) {
         if (!push_path()) return true;  // no breakpoint on it: the next search ends the flow
@@ -309,6 +318,7 @@ class DualFlow {
   std::vector<Hull> hulls_;
   std::size_t n_, source_, sink_;
   std::vector<double> flow_;           // per instruction
+  std::vector<double> duration_;       // per instruction: durations()'s
   std::vector<std::size_t> segment_;   // per instruction: the hull vertex its flow's segment ends at
   std::vector<std::size_t> walk_;      // per instruction: where energy_j()'s walk starts
   std::vector<Arc> arcs_;
@@ -325,7 +335,7 @@ class DualFlow {
 }  // namespace
 
 RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::InstructionDag& dag, double p_blocking_w,
-                                 const LineVisitor& visit) {
+                                 const OptimumVisitor& visit) {
   if (!(p_blocking_w >= 0) || !std::isfinite(p_blocking_w)) {
     throw InputError(fmt::format("P_blocking must be a non-negative power, got {}", p_blocking_w));
   }
@@ -341,29 +351,42 @@ RelaxationBound::RelaxationBound(const OptionTable& table, const schedule::Instr
   DualFlow dual(dag, std::move(hulls));
   double magnitude = 0;
   lines_.push_back({0, dual.energy_j(magnitude), 0, magnitude});
-  if (visit) visit(dual.flows());
+  if (visit) visit(dual.durations());
   // Each length's pushes reach a breakpoint or empty a DAG arc's flow; far more lengths than either
   // means the paths cycle.
   const std::size_t limit = 64 * (vertices + dag.num_edges() + dag.num_nodes());
   for (std::size_t step = 0;; ++step) {
     KAREUS_CHECK(step < limit, "the relaxation's dual did not converge");
-    if (!dual.augment(lines_.back().path_s)) break;
+    if (!dual.augment(lines_.back().path_s)) {
+      if (visit) visit(dual.durations());
+      break;
+    }
     lines_.push_back({dual.value(), dual.energy_j(magnitude), 0, magnitude});
-    if (visit) visit(dual.flows());
+    if (visit) visit(dual.durations());
   }
 }
 
-double RelaxationBound::energy_j(double time_s) const {
+std::span<const RelaxationBound::Line> RelaxationBound::lines_near(double time_s) const {
   // The relaxation's own line at `time_s` is the first whose path is no longer; its neighbours are
   // looked at too, as every line is a bound and rounding may tip the order.
   const auto at = std::ranges::lower_bound(lines_, time_s, std::greater<>{}, &Line::path_s);
   const std::size_t i = std::min<std::size_t>(at - lines_.begin(), lines_.size() - 1);
+  const std::size_t first = i > 0 ? i - 1 : 0;
+  return std::span(lines_).subspan(first, std::min(i + 1, lines_.size() - 1) + 1 - first);
+}
+
+double RelaxationBound::energy_j(double time_s) const {
   double best = -kInf;
-  for (std::size_t j = i > 0 ? i - 1 : 0; j <= std::min(i + 1, lines_.size() - 1); ++j) {
-    const Line& line = lines_[j];
+  for (const Line& line : lines_near(time_s)) {
     best = std::max(best, line.energy_j - line.flow * time_s - kRounding * (line.magnitude + line.flow * time_s));
   }
   return best + idle_power_w_ * time_s;
+}
+
+double RelaxationBound::rounding_margin_j(double time_s) const {
+  double margin = 0;
+  for (const Line& line : lines_near(time_s)) margin = std::max(margin, kRounding * (line.magnitude + line.flow * time_s));
+  return margin;
 }
 
 RelaxationBound::Gap RelaxationBound::worst_gap(std::span<const TimeEnergy> plans) const {

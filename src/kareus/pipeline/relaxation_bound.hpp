@@ -35,19 +35,24 @@ namespace kareus::pipeline {
 
 class RelaxationBound {
  public:
-  // Each line's flow through every instruction (per DAG node), as the dual reaches it.
-  using LineVisitor = std::function<void(std::span<const double> flows)>;
+  // The relaxation's optimum at a makespan: each instruction's duration (per DAG node), within its
+  // options' hull; the longest path through them is that makespan.
+  using OptimumVisitor = std::function<void(std::span<const double> durations)>;
 
   // Throws InputError when P_blocking is negative or an instruction has no options. The table must
-  // cover the DAG's stages, chunks and slots. `visit`, when set, sees every line's flows: the plan
-  // that puts each instruction at its option of least e + f_v·t is the line's Lagrangian plan, a
-  // real plan that the relaxation finds where the discrete front is hardest to reach.
+  // cover the DAG's stages, chunks and slots. `visit`, when set, sees the relaxation's optimum at
+  // every time where its lines meet, from the slowest to the fastest: each instruction at its
+  // least-energy option no slower than its duration there makes a real plan no slower than that
+  // time, near the bound wherever the hull's vertices are dense (FrontierSolver::relaxation_plan).
   RelaxationBound(const OptionTable& table, const schedule::InstructionDag& dag, double p_blocking_w,
-                  const LineVisitor& visit = {});
+                  const OptimumVisitor& visit = {});
 
   // The least energy a plan of makespan at most `time_s` can spend. Below the relaxation's fastest
   // makespan no plan exists, and the value is that of the fastest lines.
   double energy_j(double time_s) const;
+  // What energy_j(time_s) gives up to the rounding of the terms its lines sum, at most: the
+  // relaxation's optimum there lies within it above.
+  double rounding_margin_j(double time_s) const;
 
   // The relaxation's makespan with every instruction at its fastest option, and at its option of
   // least effective energy: between them the bound falls; beyond the second it rises at P_blocking·S.
@@ -71,6 +76,8 @@ class RelaxationBound {
     double path_s = 0;
     double magnitude = 0;  // Σ |h_v(f_v)| + Σ f_v·t_v: what the line's rounding scales with
   };
+  std::span<const Line> lines_near(double time_s) const;  // the lines energy_j looks at
+
   std::vector<Line> lines_;  // flow ascending, path_s descending
   double idle_power_w_ = 0;  // P_blocking·S
 };

@@ -1,6 +1,6 @@
 // solve_frontier: Phillips–Dessouky's steps on this thread, their plans on a second one a batch
 // behind, the first round's moves found ahead while it waits; then the local search's rounds; then
-// the relaxation's bound and its Lagrangian plans.
+// the relaxation's bound and its optima rounded to plans.
 
 #include <atomic>
 #include <optional>
@@ -85,12 +85,13 @@ Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedu
   LocalSearchOutcome searched;
   if (local_search) searched = run_local_search(solver, front, options, progress);
   // Where longest paths run side by side (near the fastest plans) the budget stops the local search
-  // furthest from the exact front; the relaxation's Lagrangian plans land there. Offered after the
-  // search, they only add what beats its front.
+  // furthest from the exact front, and the steps' unit rounding leaves the fastest plans' slack
+  // unspent; the relaxation's optima, rounded to plans, land there. Offered after the search, they
+  // only add what beats its front.
   Frontier result;
   if (local_search && options.relaxation_plans) {
     result.bound.emplace(table, solver.dag(), options.p_blocking_w,
-                         [&](std::span<const double> flows) { front.offer(solver.lagrangian_plan(flows)); });
+                         [&](std::span<const double> durations) { front.offer(solver.relaxation_plan(durations)); });
   }
   for (auto& [time, kept] : front.plans()) result.points.push_back(std::move(kept.point));
   result.total_points = front.offered();
