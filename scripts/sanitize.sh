@@ -15,7 +15,7 @@ asan=${ASAN_BUILD:-build-asan}
 tsan=${TSAN_BUILD:-build-tsan}
 suites=(${SANITIZE:-asan tsan})
 # Over 40 s each under ASan on 2 cores (docs/testing.md); what they check runs unsanitized in make test.
-slow_under_asan='^(RealPlanCursor\.|ScheduleCli\.(PlanWritesAnInterleavedPlan|CompareReportsTheWholeJob|ComparePlansZeroBubble|AZeroBubbleStageTable|ExportsCarryWhatEachGrammar|PlanCompareAndFrontierAccept)|JournalCli\.ASearchsJournalsResumeUnderPlan|PlanConsumers\.EveryConsumerRefuses|ReportCli\.PlanAndCompareDraw|PlanCli\.(TheBaselinesAndSavings|TargetsPickTheirPoint|TheReportDrawsThePartition)|HwCli\.CheckPlans(NamesItsEngine|PrintsEveryPlan)|FrontierCli\.(ReadsTheComposedTable|BoundsThePlansFront)|CompareCli\.FourMethodsAndKareusIsNeverWorse|ReplayCli\.AStragglersSlowdown)'
+slow_under_asan='^(RealPlanCursor\.|ScheduleCli\.(PlanWritesAnInterleavedPlan|CompareReportsTheWholeJob|ComparePlansZeroBubble|AZeroBubbleStageTable|ExportsCarryWhatEachGrammar|PlanCompareAndFrontierAccept)|JournalCli\.ASearchsJournalsResumeUnderPlan|PlanConsumers\.EveryConsumerRefuses|ReportCli\.PlanAndCompareDraw|PlanCli\.(TheBaselinesAndSavings|TargetsPickTheirPoint|TheReportDrawsThePartition|NoRelaxationPlansSolves)|HwCli\.CheckPlans(NamesItsEngine|PrintsEveryPlan)|FrontierCli\.(ReadsTheComposedTable|BoundsThePlansFront)|CompareCli\.FourMethodsAndKareusIsNeverWorse|ReplayCli\.AStragglersSlowdown)'
 skip=()
 if [ "${SANITIZE_QUICK:-0}" = 1 ]; then skip=(-E "$slow_under_asan"); fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}

@@ -67,6 +67,7 @@ TEST_F(PlanCli, DefaultRunWritesTheFrontierThePlanTheSummaryAndTheReport) {
   EXPECT_EQ(summary["frontier_points"].get<std::size_t>(), frontier.size());
   // The default job's local search converges; how near exact its frontier is is said three times.
   EXPECT_TRUE(summary["local_search_converged"].get<bool>());
+  EXPECT_TRUE(summary["relaxation_plans"].get<bool>());
   const std::string gap = fmt::format("every plan within {:.3f}%", 100 * summary["bound_gap"].get<double>());
   EXPECT_TRUE(contains(r.out, "How near exact: local search converged; " + gap)) << r.out;
   // max-throughput is the default target: the fastest point.
@@ -185,6 +186,21 @@ TEST_F(PlanCli, TheBaselinesAndSavingsAreKareusComparesExactly) {
   ASSERT_EQ(bare.exit_code, 0) << bare.err;
   EXPECT_FALSE(contains(bare.out, "Against the baselines")) << bare.out;
   EXPECT_FALSE(nlohmann::json::parse(slurp(path("bare/summary.json"))).contains("baselines"));
+}
+
+// --no-relaxation-plans reaches the planner and the summary says so; the default job's search
+// converges, so its frontier is the same without them, and its certificate is still given.
+TEST_F(PlanCli, NoRelaxationPlansSolvesWithoutThem) {
+  const CliResult with = run("plan --no-baselines --out " + path("with"));
+  const CliResult without = run("plan --no-baselines --no-relaxation-plans --out " + path("without"));
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  const auto summary = nlohmann::json::parse(slurp(path("without/summary.json")));
+  EXPECT_FALSE(summary["relaxation_plans"].get<bool>());
+  EXPECT_EQ(summary["bound_gap"], nlohmann::json::parse(slurp(path("with/summary.json")))["bound_gap"]);
+  EXPECT_EQ(slurp(path("without/frontier.csv")), slurp(path("with/frontier.csv")));
+  EXPECT_TRUE(contains(without.out, "How near exact: local search converged")) << without.out;
+  EXPECT_EQ(run("compare --no-relaxation-plans --out " + path("compare")).exit_code, 0);
 }
 
 TEST_F(PlanCli, TargetsPickTheirPoint) {

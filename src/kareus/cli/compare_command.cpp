@@ -16,6 +16,7 @@
 #include "kareus/cli/job_flags.hpp"
 #include "kareus/cli/schedule_flags.hpp"
 #include "kareus/cli/search_flags.hpp"
+#include "kareus/cli/solver_flags.hpp"
 #include "kareus/core/csv.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
@@ -41,6 +42,7 @@ struct CompareFlags {
   double overhead = 1.0;
   ScheduleFlags schedule;
   std::vector<double> stragglers;
+  bool no_relaxation_plans = false;
 };
 
 std::string optional_pct(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
@@ -187,6 +189,7 @@ int run_compare(CompareFlags& flags) {
   options.engine = resolved.engine;
   options.schedule = schedule_kind(flags.schedule);
   options.virtual_stages = flags.schedule.virtual_stages;
+  options.relaxation_plans = !flags.no_relaxation_plans;
   apply_search_flags(flags.search, flags.noise, options.search);
   planner::check_slowdowns(flags.stragglers);
   // Every job's schedule before the first job runs (with --all, the tenth would fail after nine).
@@ -256,6 +259,7 @@ Action register_compare(CLI::App& app) {
   cmd->add_option("--out", flags->out, "Output directory")->capture_default_str();
   add_schedule_flags(*cmd, flags->schedule);
   cmd->add_option("--overhead", flags->overhead, "Overhead factor (see kareus plan)")->capture_default_str();
+  add_no_relaxation_plans_flag(*cmd, flags->no_relaxation_plans);
   cmd->add_option("--straggler", flags->stragglers,
                   "Slowdowns of one pipeline of the --dp pipelines, e.g. 1.05,1.2: the others wait for it on "
                   "their fastest plan, or follow the frontier to the least-energy plan that meets its time "

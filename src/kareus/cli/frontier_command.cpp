@@ -10,7 +10,7 @@
 
 #include "kareus/cli/commands.hpp"
 #include "kareus/cli/schedule_flags.hpp"
-#include "kareus/cli/unit_flags.hpp"
+#include "kareus/cli/solver_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"

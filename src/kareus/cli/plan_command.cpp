@@ -11,7 +11,7 @@
 #include "kareus/cli/job_flags.hpp"
 #include "kareus/cli/schedule_flags.hpp"
 #include "kareus/cli/search_flags.hpp"
-#include "kareus/cli/unit_flags.hpp"
+#include "kareus/cli/solver_flags.hpp"
 #include "kareus/core/error.hpp"
 #include "kareus/core/io.hpp"
 #include "kareus/interop/perseus_profile.hpp"
@@ -41,6 +41,7 @@ struct PlanFlags {
   double overhead = 1.0;
   ScheduleFlags schedule;
   std::string unit_time = "auto";
+  bool no_relaxation_plans = false;
   std::string journal_dir;
   std::string stage_options;
   std::string plans = "200";
@@ -190,6 +191,7 @@ nlohmann::json summary_json(const planner::Job& job, const planner::JobPlan& p, 
                             {"energy_j", p.chosen_plan.energy_j},
                             {"frontier_points", k.frontier.size()},
                             {"local_search_converged", k.local_search_converged},
+                            {"relaxation_plans", !flags.no_relaxation_plans},
                             {"bound_gap", p.bound_gap.relative},
                             {"bound_gap_time_s", p.bound_gap.time_s},
                             {"unit_time_s", k.unit_time_s},
@@ -300,6 +302,7 @@ int run_plan(PlanFlags& flags) {
   const evaluate::Evaluator& evaluator = *served;
   report_sample_use(evaluator, planner::job_partitions(job, options.schedule));
   options.unit_time_s = unit_time(flags.unit_time);
+  options.relaxation_plans = !flags.no_relaxation_plans;
   apply_search_flags(flags.search, flags.noise, options.search);
   if (!flags.journal_dir.empty()) options.journal_dir = flags.journal_dir;
   options.progress = [](const std::string& line) { spdlog::debug("{}", line); };
@@ -352,6 +355,7 @@ Action register_plan(CLI::App& app) {
                   "(the Kareus artifact used 1.15)")
       ->capture_default_str();
   add_unit_time_flag(*cmd, flags->unit_time);
+  add_no_relaxation_plans_flag(*cmd, flags->no_relaxation_plans);
   cmd->add_option("--stage-options", flags->stage_options,
                   "Also write the composed stage option table to FILE, in the profile format of "
                   "`kareus frontier --profile` (P_blocking is summary.json's p_static_w; with zb-h1 also "

@@ -13,9 +13,11 @@ JobPlan plan_job(const Job& job, const evaluate::Evaluator& evaluator, const Pla
   JobPlan out;
   out.kareus = run_method(Method::kKareus, job, evaluator, options);
   const std::vector<TimeEnergy> points = out.kareus.points();
-  out.bound_gap = pipeline::RelaxationBound(out.kareus.table, schedule::InstructionDag(out.kareus.pipeline_schedule(job)),
-                                            out.kareus.p_static_w)
-                      .worst_gap(points);
+  if (!out.kareus.bound) {
+    out.kareus.bound.emplace(out.kareus.table, schedule::InstructionDag(out.kareus.pipeline_schedule(job)),
+                             out.kareus.p_static_w);
+  }
+  out.bound_gap = out.kareus.bound->worst_gap(points);
   out.target = request.target;
   out.chosen = plan::select_plan(points, request.target);
   out.chosen_plan = make_plan(out.kareus, job, out.kareus.frontier[out.chosen]);

@@ -85,11 +85,13 @@ MethodResult run_strategy(const MethodStrategy& strategy, MethodRun& run) {
                                                 .virtual_stages = result.virtual_stages,
                                                 .engine = options.engine});
   const schedule::PipelineSchedule schedule = result.pipeline_schedule(job);
-  pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s};
+  pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s,
+                                  .relaxation_plans = options.relaxation_plans};
   pipeline::Frontier frontier = pipeline::solve_frontier(result.table, schedule, solver);
   result.unit_time_s = frontier.stats.unit.unit_time_s;
   result.frontier = std::move(frontier.points);
   result.local_search_converged = frontier.stats.local_search_converged;
+  result.bound = std::move(frontier.bound);
   strategy.merge(result, run);
   result.measurements = run.measurements() - measured_before;
   return result;

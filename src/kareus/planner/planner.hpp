@@ -30,6 +30,7 @@
 #include "kareus/core/pareto.hpp"
 #include "kareus/evaluate/evaluator.hpp"
 #include "kareus/pipeline/frontier_solver.hpp"
+#include "kareus/pipeline/relaxation_bound.hpp"
 #include "kareus/plan/plan.hpp"
 #include "kareus/search/partition_search.hpp"
 
@@ -53,6 +54,9 @@ struct PlannerOptions {
   // commands default to engine::kDefaultEngine.
   engine::EngineSpec engine{};
   std::optional<double> unit_time_s = std::nullopt;  // unset: the frontier solver chooses it (pipeline/unit_choice.hpp)
+  // Every method's frontier with the relaxation's plans (pipeline::SolverOptions::relaxation_plans),
+  // so that the methods are compared on one solver; MethodResult::bound keeps the bound.
+  bool relaxation_plans = true;
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
   // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,
   // the LM head in the last), so a stage's layers must divide by V.
@@ -74,6 +78,7 @@ struct MethodResult {
   pipeline::OptionTable table;
   std::vector<pipeline::FrontierPoint> frontier;  // Pareto, time ascending; plans index `table`
   bool local_search_converged = false;  // the frontier solver's (pipeline/local_search.hpp)
+  std::optional<pipeline::RelaxationBound> bound;  // on `table`, with PlannerOptions::relaxation_plans
   std::size_t measurements = 0;                   // evaluator calls this method made
   std::size_t grid_knobs = 0;                     // knobs its space holds (Kareus)
   std::size_t unusable_knobs = 0;                 // a table's records its space cannot hold (Kareus)
