@@ -80,8 +80,9 @@ struct SolverOptions {
   // each two of its lines meet rounded to a plan, offered to the front: near the fastest plans,
   // where the budget leaves the search furthest from the exact front, they beat it (a PP 8 × 64
   // table's fastest plan by 1.2%). Frontier::bound keeps the bound. Off by default in the solver:
-  // the bound costs several times the solve on large pipelines (2,048 instructions: 3×; 10,240:
-  // 5×); the planner turns it on (planner.hpp). Not with 0 rounds.
+  // the bound costs several times the budgeted solve on long pipelines (the solve with them takes
+  // 1.3–1.7× as long on GPT-3 and BLOOM, 5× on kareus plan's PP 8 and 16 tables); the planner turns
+  // it on (planner.hpp). Not with 0 rounds.
   bool relaxation_plans = false;
 };
 
