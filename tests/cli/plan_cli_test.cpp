@@ -200,7 +200,8 @@ TEST_F(PlanCli, NoRelaxationPlansSolvesWithoutThem) {
   EXPECT_EQ(summary["bound_gap"], nlohmann::json::parse(slurp(path("with/summary.json")))["bound_gap"]);
   EXPECT_EQ(slurp(path("without/frontier.csv")), slurp(path("with/frontier.csv")));
   EXPECT_TRUE(contains(without.out, "How near exact: local search converged")) << without.out;
-  EXPECT_EQ(run("compare --no-relaxation-plans --out " + path("compare")).exit_code, 0);
+  ASSERT_EQ(run("compare --no-relaxation-plans --out " + path("compare")).exit_code, 0);
+  EXPECT_FALSE(nlohmann::json::parse(slurp(path("compare/compare.json")))["relaxation_plans"].get<bool>());
 }
 
 TEST_F(PlanCli, TargetsPickTheirPoint) {

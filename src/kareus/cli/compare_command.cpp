@@ -203,7 +203,8 @@ int run_compare(CompareFlags& flags) {
   }
 
   nlohmann::json doc = {{"evaluator", evaluator.name()}, {"provenance", provenance_note(evaluator)},
-                        {"gpu", resolved.gpu.name}, {"engine", options.engine.name}, {"configs", nlohmann::json::array()}};
+                        {"gpu", resolved.gpu.name}, {"engine", options.engine.name},
+                        {"relaxation_plans", options.relaxation_plans}, {"configs", nlohmann::json::array()}};
   std::vector<report::CompareSection> sections;
   std::vector<std::string> notes;
   for (const planner::JobComparison& c : comparisons) {
