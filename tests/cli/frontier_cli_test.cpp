@@ -43,9 +43,13 @@ TEST_F(FrontierCli, OutWritesFrontierPlansAndPlot) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "frontier.csv"));
   EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "plans.json"));
-  const std::string plans = slurp(dir_ / "out" / "plans.json");
-  EXPECT_TRUE(contains(plans, "\"format\": \"kareus-plan\""));
-  EXPECT_TRUE(contains(plans, "\"schedule\": \"gpipe\""));
+  const nlohmann::json plans = nlohmann::json::parse(slurp(dir_ / "out" / "plans.json"));
+  EXPECT_EQ(plans.at("format"), "kareus-plan-set");
+  ASSERT_EQ(plans.at("plans").size(), 3u);
+  for (const nlohmann::json& plan : plans["plans"]) {
+    EXPECT_EQ(plan.at("format"), "kareus-plan");
+    EXPECT_EQ(plan.at("schedule"), "gpipe");
+  }
   for (auto& entry : std::filesystem::directory_iterator(dir_ / "out")) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos);
   }

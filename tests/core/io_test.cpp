@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,59 @@ TEST_F(IoTest, ReadThroughMissingParentIsInputError) {
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_TRUE(Contains(e.what(), path.string()));
+  }
+}
+
+TEST_F(IoTest, AFileWrittenInPiecesIsTheirConcatenationOnceCommitted) {
+  const auto path = dir_ / "sub" / "pieces.txt";
+  std::string expected;
+  AtomicFileWriter file(path);
+  for (int i = 0; i < 1000; ++i) {
+    const std::string piece = std::to_string(i) + (i % 7 == 0 ? std::string(5000, 'x') : "") + "\n";
+    file.append(piece);
+    expected += piece;
+  }
+  EXPECT_FALSE(fs::exists(path));  // nothing at the path until it is whole
+  file.commit();
+  EXPECT_EQ(slurp(path), expected);
+  EXPECT_TRUE(temp_files_under(dir_).empty());
+}
+
+TEST_F(IoTest, AFileWrittenInPiecesAndNeverCommittedLeavesThePathAsItWas) {
+  const auto path = dir_ / "kept.txt";
+  write_file_atomic(path, "the old file");
+  try {
+    AtomicFileWriter file(path);
+    file.append("half of a new ");
+    throw std::runtime_error("failed on the way");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(slurp(path), "the old file");
+  EXPECT_TRUE(temp_files_under(dir_).empty());
+}
+
+TEST_F(IoTest, ReadJsonThroughACallbackDropsWhatItRejects) {
+  const auto path = dir_ / "doc.json";
+  write_file_atomic(path, R"({"keep": 1, "items": [{"a": 1}, {"a": 2}, 3], "more": {"b": [4]}})");
+  std::vector<nlohmann::json> seen;
+  auto drop_items = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 2 && (event == nlohmann::json::parse_event_t::object_end || event == nlohmann::json::parse_event_t::value) &&
+        seen.size() < 3) {
+      seen.push_back(parsed);
+      return false;
+    }
+    return true;
+  };
+  const nlohmann::json doc = read_json_file(path, drop_items);
+  EXPECT_EQ(doc, nlohmann::json::parse(R"({"keep": 1, "items": [], "more": {"b": [4]}})"));
+  EXPECT_EQ(seen, (std::vector<nlohmann::json>{{{"a", 1}}, {{"a", 2}}, 3}));
+  write_file_atomic(path, R"({"cut": [1, 2)");
+  try {
+    (void)read_json_file(path, drop_items);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(Contains(e.what(), path.string()));
+    EXPECT_TRUE(Contains(e.what(), "not valid JSON"));
   }
 }
 

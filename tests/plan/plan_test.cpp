@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -327,6 +328,115 @@ TEST_F(TempDir, ReadPlanErrorsNameThePath) {
     EXPECT_TRUE(Contains(e.what(), bad.string()));
     EXPECT_TRUE(Contains(e.what(), "stages[0].instructions[2].time_s"));
   }
+}
+
+// Plans of the fixture's shape at `count` different assignments and times, as a frontier's are.
+std::vector<Plan> fixture_plans(std::size_t count) {
+  Fixture f;
+  std::vector<Plan> plans;
+  for (std::size_t i = 0; i < count; ++i) {
+    FrontierPoint point = f.point;
+    for (std::size_t v = 0; v < point.assignment.size(); ++v) point.assignment[v] = static_cast<std::uint16_t>((v + i) % 2);
+    point.time_s += 0.001 * static_cast<double>(i);
+    plans.push_back(make_plan(f.table, f.dag, point, small_context()));
+  }
+  return plans;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+TEST(PlanStages, WithOneStageOnlyAPlanKeepsEverythingButTheOtherStagesInstructions) {
+  const Plan plan = Fixture().plan;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    Plan kept = with_stage_only(plan, s);
+    ASSERT_EQ(kept.stages.size(), plan.stages.size());
+    for (std::size_t other = 0; other < plan.stages.size(); ++other) {
+      EXPECT_EQ(kept.stages[other].empty(), other != s) << s << " " << other;
+    }
+    kept.stages = plan.stages;  // every other field came along
+    EXPECT_EQ(kept, plan) << s;
+  }
+}
+
+TEST_F(TempDir, APlanSetReadsBackEveryPlanInOrderWholeOrByIndex) {
+  for (std::size_t count : {1, 2, 7}) {
+    const std::vector<Plan> plans = fixture_plans(count);
+    std::vector<std::size_t> indices;
+    for (std::size_t i = 0; i < count; ++i) indices.push_back(10 * i + 3);
+    const fs::path path = dir_ / "plans.json";
+    write_plan_set(plans, indices, path);
+    EXPECT_EQ(read_plan_set(path), plans);
+    for (std::size_t i = 0; i < count; ++i) EXPECT_EQ(read_plan(path, i), plans[i]);
+    // The file is the documented document, read whole by the JSON library alone.
+    std::ifstream in(path);
+    const json set = json::parse(in);
+    EXPECT_EQ(set.at("format"), kPlanSetFormat);
+    EXPECT_EQ(set.at("version"), kPlanFormatVersion);
+    ASSERT_EQ(set.at("plans").size(), count);
+    for (std::size_t i = 0; i < count; ++i) {
+      json expected = to_json(plans[i]);
+      expected["frontier_index"] = indices[i];
+      EXPECT_EQ(set["plans"][i], expected);
+    }
+  }
+}
+
+TEST_F(TempDir, APlanSetsErrorsNameThePlanAtFault) {
+  json set = {{"format", kPlanSetFormat}, {"version", kPlanFormatVersion}, {"plans", json::array()}};
+  for (const Plan& p : fixture_plans(3)) set["plans"].push_back(to_json(p));
+  set["plans"][2]["stages"][1]["instructions"][0].erase("freq_mhz");
+  const fs::path path = dir_ / "plans.json";
+  write_text(path, set.dump());
+  auto error_of = [&](auto read) -> std::string {
+    try {
+      read();
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan_set(path); }), "plans[2]"));
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan_set(path); }), "stages[1].instructions[0].freq_mhz"));
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan(path, 2); }), "plans[2]"));
+  EXPECT_EQ(read_plan(path, 1), plan_from_json(set["plans"][1], "mem"));  // a plan taken alone is read alone
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan(path); }), "holds 3 plans; choose one with --index 0..2"));
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan(path, 3); }), "index 3 is out of range: the set holds 3 plans"));
+
+  // Not plans: a scalar among them, none, or no array.
+  set["plans"][2] = 7;
+  write_text(path, set.dump());
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan_set(path); }), "plans[2]"));
+  for (const json& list : {json::array(), json{{"a", 1}}, json(3)}) {
+    set["plans"] = list;
+    write_text(path, set.dump());
+    EXPECT_TRUE(Contains(error_of([&] { (void)read_plan_set(path); }), "expected a non-empty array of plans"))
+        << list.dump();
+  }
+  set.erase("plans");
+  write_text(path, set.dump());
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan_set(path); }), "expected a non-empty array of plans"));
+
+  // A set cut short is no JSON, whichever plan it ends in.
+  write_plan_set(fixture_plans(3), {0, 1, 2}, path);
+  const std::string whole = [&] {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  write_text(path, whole.substr(0, whole.size() / 2));
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan_set(path); }), "not valid JSON"));
+
+  // A single plan reads as a set of one, its own "plans"-named fields untouched.
+  const Plan single = fixture_plans(1)[0];
+  json doc = to_json(single);
+  doc["source"]["plans"] = json::array({json{{"note", "not a plan"}}});
+  write_text(path, doc.dump());
+  const std::vector<Plan> one = read_plan_set(path);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].source.at("plans"), doc["source"]["plans"]);
+  EXPECT_TRUE(Contains(error_of([&] { (void)read_plan(path, 0); }), "holds a single plan"));
 }
 
 TEST(PlanJsonErrors, MissingFieldNamesItsPath) {

@@ -302,7 +302,9 @@ TEST(RealPlanCursor, StragglerPicksThePlanKareusPlanPicksForThatDeadline) {
     ASSERT_EQ(std::system(command.c_str()), 0) << testing::slurp(out.string() + ".log");
     PlanCursor cursor = PlanCursor::open_frontier(plans_path(), 0, nullptr);
     cursor.set_target_time(deadline_s, 0);
-    EXPECT_EQ(cursor.plan(), plan::read_plan(out / "plan.json")) << slowdown;
+    plan::Plan expected = plan::read_plan(out / "plan.json");
+    for (std::size_t s = 1; s < expected.stages.size(); ++s) expected.stages[s].clear();  // rank 0 keeps its own
+    EXPECT_EQ(cursor.plan(), expected) << slowdown;
   }
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
+#include <functional>
 #include <string_view>
 #include <utility>
 
@@ -36,6 +38,24 @@ std::string instruction_type_name(InstructionType type, schedule::BackwardPart p
 }
 
 }  // namespace
+
+Plan with_stage_only(const Plan& plan, std::size_t stage) {
+  KAREUS_CHECK(stage < plan.stages.size(), "a stage of the plan");
+  Plan out;
+  out.schedule = plan.schedule;
+  out.num_stages = plan.num_stages;
+  out.num_microbatches = plan.num_microbatches;
+  out.virtual_stages = plan.virtual_stages;
+  out.p_blocking_w = plan.p_blocking_w;
+  out.unit_time_s = plan.unit_time_s;
+  out.energy_scope = plan.energy_scope;
+  out.time_s = plan.time_s;
+  out.energy_j = plan.energy_j;
+  out.source = plan.source;
+  out.stages.resize(plan.stages.size());
+  out.stages[stage] = plan.stages[stage];
+  return out;
+}
 
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json stages = nlohmann::json::array();
@@ -228,51 +248,96 @@ void write_plan(const Plan& plan, const std::filesystem::path& path) {
 void write_plan_set(const std::vector<Plan>& plans, const std::vector<std::size_t>& frontier_indices,
                     const std::filesystem::path& path) {
   KAREUS_CHECK(plans.size() == frontier_indices.size(), "a frontier index per plan");
-  nlohmann::json set = {{"format", kPlanSetFormat}, {"version", kPlanFormatVersion}};
-  // Built in place: an initializer list would copy every plan, a document of about eight times the
-  // file's size (42 MB for GPT-3's 20 plans at 8 x 96).
-  nlohmann::json& list = set["plans"] = nlohmann::json::array();
+  // A plan a line, written as it is serialised: at 10,000 instructions a plan is 3 MB of JSON and
+  // its document twenty times that, so a set of 200 held whole would take gigabytes.
+  AtomicFileWriter file(path);
+  file.append(fmt::format(R"({{"format": "{}", "version": {}, "plans": [)", kPlanSetFormat, kPlanFormatVersion));
   for (std::size_t i = 0; i < plans.size(); ++i) {
     nlohmann::json doc = to_json(plans[i]);
     doc["frontier_index"] = frontier_indices[i];
-    list.push_back(std::move(doc));
+    file.append(i == 0 ? "\n" : ",\n");
+    file.append(doc.dump());
   }
-  write_file_atomic(path, set.dump(1) + "\n");
+  file.append("\n]}\n");
+  file.commit();
 }
 
+namespace {
+
+bool is_plan_set(const nlohmann::json& json) {
+  return json.is_object() && json.value("format", "") == kPlanSetFormat;
+}
+
+// A plan file parsed as it is read. Each element of a top-level "plans" array goes to `take` (its
+// index and document) as soon as it is parsed and is then dropped, so that a set of long pipelines'
+// plans never lives whole as one document. The first exception `take` throws stops its calls; it is
+// kept for the caller, who knows whether the file is a set.
+struct PlanFile {
+  nlohmann::json json;  // the file without its set's plans
+  std::size_t set_plans = 0;
+  std::exception_ptr failed;
+};
+
+PlanFile parse_plan_file(const std::filesystem::path& path,
+                         const std::function<void(std::size_t, const nlohmann::json&)>& take) {
+  using Event = nlohmann::json::parse_event_t;
+  PlanFile file;
+  std::string top_key;
+  auto keep = [&](int depth, Event event, nlohmann::json& parsed) {
+    if (event == Event::key && depth == 1) top_key = parsed.get<std::string>();
+    // An element of the top-level value's "plans" ends at depth 2 (an object, an array or a scalar).
+    const bool element_ends = event == Event::object_end || event == Event::array_end || event == Event::value;
+    if (depth != 2 || top_key != "plans" || !element_ends) return true;
+    if (!file.failed) {
+      try {
+        take(file.set_plans, parsed);
+      } catch (...) {
+        file.failed = std::current_exception();
+      }
+    }
+    ++file.set_plans;
+    return false;
+  };
+  file.json = read_json_file(path, keep);
+  return file;
+}
+
+}  // namespace
+
 Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> index) {
-  const nlohmann::json json = read_json_file(path);
-  if (json.is_object() && json.value("format", "") == kPlanSetFormat) {
-    const auto plans = json.value("plans", nlohmann::json::array());
+  std::optional<Plan> chosen;
+  const PlanFile file = parse_plan_file(path, [&](std::size_t i, const nlohmann::json& plan) {
+    if (index && i == *index) chosen = plan_from_json(plan, plan_source(path, i));
+  });
+  if (is_plan_set(file.json)) {
+    const std::size_t count = file.set_plans;
     if (!index) {
       throw InputError({path.string(), 0, 0, ""},
-                       fmt::format("holds {} plans; choose one with --index 0..{}", plans.size(),
-                                   plans.empty() ? 0 : plans.size() - 1));
+                       fmt::format("holds {} plans; choose one with --index 0..{}", count, count == 0 ? 0 : count - 1));
     }
-    if (*index >= plans.size()) {
+    if (*index >= count) {
       throw InputError({path.string(), 0, 0, "plans"},
-                       fmt::format("index {} is out of range: the set holds {} plans", *index, plans.size()));
+                       fmt::format("index {} is out of range: the set holds {} plans", *index, count));
     }
-    return plan_from_json(plans[*index], fmt::format("{} plans[{}]", path.string(), *index));
+    if (file.failed) std::rethrow_exception(file.failed);
+    return std::move(*chosen);
   }
   if (index) throw InputError({path.string(), 0, 0, ""}, "holds a single plan; --index applies to plan sets");
-  return plan_from_json(json, path.string());
+  return plan_from_json(file.json, path.string());
 }
 
 std::vector<Plan> read_plan_set(const std::filesystem::path& path) {
-  const nlohmann::json json = read_json_file(path);
-  if (!json.is_object() || json.value("format", "") != kPlanSetFormat) {
-    return {plan_from_json(json, path.string())};
-  }
-  const auto plans = json.value("plans", nlohmann::json::array());
-  if (!plans.is_array() || plans.empty()) {
+  std::vector<Plan> plans;
+  const PlanFile file = parse_plan_file(path, [&](std::size_t i, const nlohmann::json& plan) {
+    plans.push_back(plan_from_json(plan, plan_source(path, i)));
+  });
+  if (!is_plan_set(file.json)) return {plan_from_json(file.json, path.string())};
+  const auto list = file.json.find("plans");
+  if (list == file.json.end() || !list->is_array() || file.set_plans == 0) {
     throw InputError({path.string(), 0, 0, "plans"}, "expected a non-empty array of plans");
   }
-  std::vector<Plan> out;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    out.push_back(plan_from_json(plans[i], fmt::format("{} plans[{}]", path.string(), i)));
-  }
-  return out;
+  if (file.failed) std::rethrow_exception(file.failed);
+  return plans;
 }
 
 }  // namespace kareus::plan

@@ -85,6 +85,10 @@ nlohmann::json to_json(const InstructionKnobs& knobs);
 // The energy-scope sentence every plan and frontier carries.
 std::string energy_scope_for(int num_stages);
 
+// `plan` with the instructions of `stage` alone, the other stages' lists empty: what one pipeline rank
+// keeps of it.
+Plan with_stage_only(const Plan& plan, std::size_t stage);
+
 nlohmann::json to_json(const Plan& plan);
 // Throws InputError naming the JSON path at fault (e.g. stages[1].instructions[3].freq_mhz).
 Plan plan_from_json(const nlohmann::json& json, const std::string& source);

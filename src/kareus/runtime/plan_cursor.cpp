@@ -12,30 +12,32 @@
 
 namespace kareus::runtime {
 
-PlanCursor::StagePlan PlanCursor::load(plan::Plan plan, const std::string& source) const {
+PlanCursor::StagePlan PlanCursor::load(const plan::Plan& plan, const std::string& source) const {
   if (stage_ < 0 || stage_ >= static_cast<int>(plan.stages.size())) {
     throw InputError({source, 0, 0, "stages"},
                      fmt::format("stage {} is not in the plan, which has {} stage{}", stage_,
                                  plan.stages.size(), plan.stages.size() == 1 ? "" : "s"));
   }
   StagePlan loaded;
-  loaded.instructions = plan.stages[static_cast<std::size_t>(stage_)];
-  for (std::size_t k = 0; k < loaded.instructions.size(); ++k) {
-    loaded.clocks_mhz.push_back(static_cast<int>(std::lround(loaded.instructions[k].freq_mhz)));
-    loaded.knobs.push_back(plan::instruction_knobs(loaded.instructions[k].knob, field(k) + ".knob", source));
+  // This rank's stage only: it runs no other, and a long pipeline's frontier held whole takes
+  // gigabytes on every rank.
+  loaded.plan = plan::with_stage_only(plan, static_cast<std::size_t>(stage_));
+  const std::vector<plan::PlannedInstruction>& instructions = loaded.instructions(stage_);
+  for (std::size_t k = 0; k < instructions.size(); ++k) {
+    loaded.clocks_mhz.push_back(static_cast<int>(std::lround(instructions[k].freq_mhz)));
+    loaded.knobs.push_back(plan::instruction_knobs(instructions[k].knob, field(k) + ".knob", source));
   }
-  loaded.plan = std::move(plan);
   return loaded;
 }
 
-PlanCursor::PlanCursor(plan::Plan plan, int stage, FrequencyController* controller,
+PlanCursor::PlanCursor(const plan::Plan& plan, int stage, FrequencyController* controller,
                        std::string source)
     : stage_(stage), controller_(controller), source_(std::move(source)) {
   plan::validate(plan, source_);
-  plans_.push_back(load(std::move(plan), source_));
+  plans_.push_back(load(plan, source_));
 }
 
-PlanCursor::PlanCursor(std::vector<plan::Plan> frontier, std::size_t start, int stage,
+PlanCursor::PlanCursor(const std::vector<plan::Plan>& frontier, std::size_t start, int stage,
                        FrequencyController* controller, std::string source)
     : stage_(stage), controller_(controller), source_(std::move(source)) {
   plan::validate_set(frontier, source_);
@@ -45,7 +47,7 @@ PlanCursor::PlanCursor(std::vector<plan::Plan> frontier, std::size_t start, int 
                                  frontier.size()));
   }
   for (std::size_t i = 0; i < frontier.size(); ++i) {
-    plans_.push_back(load(std::move(frontier[i]), fmt::format("{} plans[{}]", source_, i)));
+    plans_.push_back(load(frontier[i], fmt::format("{} plans[{}]", source_, i)));
   }
   plan_index_ = start;
 }
@@ -70,15 +72,7 @@ PlanCursor PlanCursor::open_frontier(const std::filesystem::path& path, int stag
   std::vector<plan::Plan> plans = plan::read_plan_set(path);
   plan::validate_set(plans, path.string());
   std::size_t chosen = plan::select_plan(points_of(plans), start);
-  return PlanCursor(std::move(plans), chosen, stage, controller, path.string());
-}
-
-const plan::Plan& PlanCursor::frontier_plan(std::size_t index) const {
-  if (index >= plans_.size()) {
-    throw InputError(
-        fmt::format("plan {} is out of range: the frontier holds {}", index, plans_.size()));
-  }
-  return plans_[index].plan;
+  return PlanCursor(plans, chosen, stage, controller, path.string());
 }
 
 std::size_t PlanCursor::set_target_time(double target_time_s, long effective_iteration) {
@@ -121,11 +115,11 @@ void PlanCursor::apply_due_switch() {
 }
 
 const plan::PlannedInstruction& PlanCursor::instruction(std::size_t position) const {
-  if (position >= current().instructions.size()) {
+  if (position >= current().instructions(stage_).size()) {
     throw InputError(fmt::format("position {} is past stage {}'s {} instructions", position, stage_,
-                                 current().instructions.size()));
+                                 current().instructions(stage_).size()));
   }
-  return current().instructions[position];
+  return current().instructions(stage_)[position];
 }
 
 const CommKnobs& PlanCursor::knobs(std::size_t position) const {
@@ -147,7 +141,7 @@ schedule::OptionSlot type_of(const plan::PlannedInstruction& i) {
 }  // namespace
 
 std::string PlanCursor::describe(std::size_t position) const {
-  const auto& i = current().instructions[position];
+  const auto& i = current().instructions(stage_)[position];
   return fmt::format("{} of microbatch {}", schedule::to_string(type_of(i)), i.microbatch);
 }
 
@@ -170,14 +164,14 @@ const CommKnobs& PlanCursor::on_instruction_begin(schedule::InstructionType type
 const CommKnobs& PlanCursor::on_instruction_begin(schedule::OptionSlot type,
                                                   std::optional<int> microbatch) {
   const StagePlan& p = current();
-  if (position_ >= p.instructions.size()) {
+  if (position_ >= p.instructions(stage_).size()) {
     throw InputError(
         {source_, 0, 0, fmt::format("stages[{}]", stage_)},
         fmt::format("iteration {}: the training loop began a {} instruction after all {} "
                     "of stage {}'s instructions; call on_step_end() after each iteration",
-                    iteration_, schedule::to_string(type), p.instructions.size(), stage_));
+                    iteration_, schedule::to_string(type), p.instructions(stage_).size(), stage_));
   }
-  const auto& expected = p.instructions[position_];
+  const auto& expected = p.instructions(stage_)[position_];
   if (type_of(expected) != type || (microbatch && *microbatch != expected.microbatch)) {
     std::string began =
         microbatch ? fmt::format("{} of microbatch {}", schedule::to_string(type), *microbatch)
@@ -187,7 +181,7 @@ const CommKnobs& PlanCursor::on_instruction_begin(schedule::OptionSlot type,
         fmt::format("iteration {}, instruction {} of {} on stage {}: the training loop "
                     "began {}, but the plan runs {} here; the job's pipeline schedule "
                     "differs from the plan's ({}, {} microbatches)",
-                    iteration_, position_, p.instructions.size(), stage_, began,
+                    iteration_, position_, p.instructions(stage_).size(), stage_, began,
                     describe(position_), schedule::to_string(p.plan.schedule),
                     p.plan.num_microbatches));
   }
@@ -209,7 +203,7 @@ void PlanCursor::set_stream(std::shared_ptr<StreamMarker> stream, std::shared_pt
 
 void PlanCursor::on_step_end() {
   std::size_t consumed = position_;
-  std::size_t planned = current().instructions.size();
+  std::size_t planned = current().instructions(stage_).size();
   std::string next = consumed < planned ? describe(consumed) : std::string();
   position_ = 0;
   long iteration = iteration_++;

@@ -56,11 +56,11 @@ class PlanCursor {
   // `controller` may be null (knobs only, no clocks). Throws InputError when `stage` is not one of
   // the plan's, a clock is not a positive number, or a knob breaks the schema. `source` names the
   // plan in errors.
-  PlanCursor(plan::Plan plan, int stage, FrequencyController* controller,
+  PlanCursor(const plan::Plan& plan, int stage, FrequencyController* controller,
              std::string source = "plan");
   // A frontier of plans of one job (same schedule, stages and microbatches, else InputError),
   // starting on plans[start].
-  PlanCursor(std::vector<plan::Plan> frontier, std::size_t start, int stage,
+  PlanCursor(const std::vector<plan::Plan>& frontier, std::size_t start, int stage,
              FrequencyController* controller, std::string source = "plans");
   // Reads the plan with plan::read_plan (a kareus-plan file, or plan `index` of a plan set).
   static PlanCursor open(const std::filesystem::path& path, int stage,
@@ -106,24 +106,26 @@ class PlanCursor {
   int stage() const { return stage_; }
   long iteration() const { return iteration_; }       // 0-based, counts on_step_end calls
   std::size_t position() const { return position_; }  // instructions begun this iteration
-  std::size_t instructions_per_iteration() const { return current().instructions.size(); }
+  std::size_t instructions_per_iteration() const { return current().instructions(stage_).size(); }
   const plan::PlannedInstruction& instruction(std::size_t position) const;
   const CommKnobs& knobs(std::size_t position) const;
-  // The plan this iteration runs, and its index in the frontier (0 for a single plan).
+  // The plan this iteration runs, and its index in the frontier (0 for a single plan). Of its stages
+  // only this rank's holds instructions: the cursor drops the others when it loads a plan.
   const plan::Plan& plan() const { return current().plan; }
   std::size_t plan_index() const { return plan_index_; }
   std::size_t frontier_size() const { return plans_.size(); }
-  const plan::Plan& frontier_plan(std::size_t index) const;
 
  private:
   // One plan, as this rank's stage runs it.
   struct StagePlan {
-    plan::Plan plan;
-    std::vector<plan::PlannedInstruction> instructions;
+    plan::Plan plan;  // this rank's stage only
+    const std::vector<plan::PlannedInstruction>& instructions(int stage) const {
+      return plan.stages[static_cast<std::size_t>(stage)];
+    }
     std::vector<CommKnobs> knobs;
     std::vector<int> clocks_mhz;
   };
-  StagePlan load(plan::Plan plan, const std::string& source) const;
+  StagePlan load(const plan::Plan& plan, const std::string& source) const;
   const StagePlan& current() const { return plans_[plan_index_]; }
   void apply_due_switch();
   std::string describe(std::size_t position) const;
