@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -81,7 +82,8 @@ class DualFlow {
  public:
   DualFlow(const schedule::InstructionDag& dag, std::vector<Hull> hulls)
       : dag_(dag), hulls_(std::move(hulls)), n_(dag.num_nodes()), source_(2 * n_), sink_(2 * n_ + 1),
-        flow_(n_, 0.0), duration_(n_, 0.0), segment_(n_, 0), walk_(n_, 0) {
+        flow_(n_, 0.0), duration_(n_, 0.0), segment_(n_, 0), walk_(n_, 0), residual_(n_) {
+    for (std::size_t v = 0; v < n_; ++v) refresh(v);
     std::vector<std::pair<std::size_t, std::size_t>> ends;  // (from, to) of each arc
     auto add_arc = [&](std::size_t from, std::size_t to, std::size_t node) {
       arcs_.push_back({to, node, 0});
@@ -159,23 +161,27 @@ class DualFlow {
   static bool forward(std::size_t a) { return (a & 1) == 0; }
 
   // An instruction's arc forwards runs on its flow's segment; backwards on the segment below when
-  // the flow sits at that segment's low end (none below the first: no capacity).
-  std::size_t segment(std::size_t a) const {
-    const std::size_t v = arcs_[a].node, k = segment_[v];
-    return forward(a) || k == 0 || flow_[v] > hulls_[v].low(k) ? k : k - 1;
+  // the flow sits at that segment's low end (none below the first: no capacity). Kept per
+  // instruction, refreshed when its flow moves: every search reads them for every arc it passes.
+  std::size_t segment_below(std::size_t v) const {
+    const std::size_t k = segment_[v];
+    return k == 0 || flow_[v] > hulls_[v].low(k) ? k : k - 1;
+  }
+  void refresh(std::size_t v) {
+    const Hull& h = hulls_[v];
+    const std::size_t k = segment_[v], below = segment_below(v);
+    residual_[v] = {h.breakpoint[k] - flow_[v], std::min(flow_[v], h.breakpoint[below]) - h.low(below),
+                    -h.time_s[k], h.time_s[below]};
   }
   double capacity(std::size_t a) const {
     const Arc& arc = arcs_[a];
     if (arc.node == kNone) return forward(a) ? kInf : arcs_[a ^ 1].flow;
-    const Hull& h = hulls_[arc.node];
-    const std::size_t k = segment(a);
-    return forward(a) ? h.breakpoint[k] - flow_[arc.node] : std::min(flow_[arc.node], h.breakpoint[k]) - h.low(k);
+    return forward(a) ? residual_[arc.node].forward_capacity : residual_[arc.node].backward_capacity;
   }
   double arc_cost(std::size_t a) const {
     const Arc& arc = arcs_[a];
     if (arc.node == kNone) return 0;
-    const double t = hulls_[arc.node].time_s[segment(a)];
-    return forward(a) ? -t : t;
+    return forward(a) ? residual_[arc.node].forward_cost : residual_[arc.node].backward_cost;
   }
   double reduced_cost(std::size_t a) const {
     return arc_cost(a) + potential_[arcs_[a ^ 1].to] - potential_[arcs_[a].to];
@@ -204,7 +210,7 @@ class DualFlow {
       const double top = h.breakpoint[k];
       f = delta >= top - f || f + delta >= top ? top : f + delta;
     } else {
-      const double low = h.low(segment(a));
+      const double low = h.low(segment_below(arc.node));
       f = delta >= f - low || f - delta <= low ? low : f - delta;
     }
     // Back on the segment the flow lies in: [low(k), breakpoint[k]). A push below the flow's
@@ -212,6 +218,7 @@ class DualFlow {
     // block every path through the instruction.
     while (f >= h.breakpoint[k]) ++k;
     while (k > 0 && f < h.low(k)) --k;
+    refresh(arc.node);
   }
 
   // Longest paths with every instruction at its option of least effective energy, in topological
@@ -236,7 +243,7 @@ class DualFlow {
   void shortest_paths() {
     dist_.assign(2 * n_ + 2, kInf);
     parent_.assign(2 * n_ + 2, kNone);
-    settled_.assign(2 * n_ + 2, false);
+    settled_.assign(2 * n_ + 2, 0);
     using Entry = std::pair<double, std::size_t>;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
     dist_[source_] = 0;
@@ -253,7 +260,7 @@ class DualFlow {
         break;
       }
       if (settled_[x]) continue;
-      settled_[x] = true;
+      settled_[x] = 1;
       // The vertices left are no nearer than the sink: augment() moves their potentials by its distance.
       if (x == sink_) break;
       const double d = dist_[x];
@@ -321,13 +328,17 @@ class DualFlow {
   std::vector<double> duration_;       // per instruction: durations()'s
   std::vector<std::size_t> segment_;   // per instruction: the hull vertex its flow's segment ends at
   std::vector<std::size_t> walk_;      // per instruction: where energy_j()'s walk starts
+  struct Residual {
+    double forward_capacity, backward_capacity, forward_cost, backward_cost;
+  };
+  std::vector<Residual> residual_;     // per instruction: its arc's, both ways (refresh())
   std::vector<Arc> arcs_;
   std::vector<std::size_t> first_, out_;  // vertex x's arcs: out_[first_[x], first_[x + 1])
   std::vector<double> potential_, dist_;
   std::vector<std::size_t> parent_;
   std::vector<std::size_t> path_;      // the path being pushed, its arcs from the sink back
   std::vector<std::size_t> level_, next_, stack_;  // the searches' own
-  std::vector<bool> settled_;
+  std::vector<std::uint8_t> settled_;  // bytes, not bits: Dijkstra reads one per arc it passes
   double tight_s_ = 0;
   double value_ = 0;
 };
