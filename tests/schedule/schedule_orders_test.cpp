@@ -22,7 +22,7 @@ std::string render(const PipelineSchedule& s, int stage) {
     else if (i.part == BackwardPart::kWeightGradient) out += "W";
     else out += "B";
     out += std::to_string(i.microbatch);
-    if (s.num_chunks() > 1) out += "." + std::to_string(i.chunk);
+    if (s.num_chunks() > 1) out.append(".").append(std::to_string(i.chunk));
     out += " ";
   }
   return out;

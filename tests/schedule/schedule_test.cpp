@@ -16,7 +16,7 @@ TEST(Schedule, OneFOneBMatchesPerseusOrderOnFourStages) {
   auto render = [&](int stage) {
     std::string out;
     for (const Instruction& i : s.stage_order(stage)) {
-      out += (i.type == InstructionType::kForward ? "F" : "B") + std::to_string(i.microbatch) + " ";
+      out.append(i.type == InstructionType::kForward ? "F" : "B").append(std::to_string(i.microbatch)).append(" ");
     }
     return out;
   };

@@ -102,8 +102,12 @@ void read_non_partition(const fs::path& dir, ArtifactTree& tree) {
                                  fmt::format("head_fwd at {} MHz is postprocess + loss; the other one is missing", name)});
         continue;
       }
-      tree.records.push_back({key, {*mhz, 0, std::string(workload::kSequentialSlot)}, sum.first, sum.second,
-                              fmt::format("{}", fmt::join(files, " + "))});
+      ArtifactRecord& record = tree.records.emplace_back();
+      record.partition = key;
+      record.knob = {*mhz, 0, std::string(workload::kSequentialSlot)};
+      record.time_s = sum.first;
+      record.energy_j = sum.second;
+      record.where = fmt::format("{}", fmt::join(files, " + "));
     }
   }
 }

@@ -128,7 +128,7 @@ Profiler::Profiler(const workload::ModelSpec& model, const workload::ParallelCon
       time->advance_s(seconds);
     };
     device_name = fmt::format("fake {} x{}", gpu.display_name, world_->size());
-    if (options.fake_noise.sigma > 0) device_name += "+" + evaluate::describe_noise(options.fake_noise);
+    if (options.fake_noise.sigma > 0) device_name += fmt::format("+{}", evaluate::describe_noise(options.fake_noise));
     monitor_ = std::make_unique<runtime::EnergyMonitor>(std::vector<std::shared_ptr<runtime::Gpu>>{gpu_},
                                                         runtime::EnergyMonitorOptions{.time = time});
   } else {
