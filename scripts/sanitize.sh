@@ -3,8 +3,8 @@
 # - ASan + UBSan (build-asan, scripts/configure-asan.sh): the tests of core, pipeline (the solver),
 #   runtime and cli (which run the sanitized `kareus`), and every fuzz target over its seeds and
 #   regressions; any report fails the test that gave it.
-# - TSan (build-tsan): the solver's two-thread frontier and the runtime's per-GPU workers, the tests
-#   that run them on several threads.
+# - TSan (build-tsan): the solver's two-thread frontier, the runtime's per-GPU workers and the
+#   planner's methods side by side, the tests that run them on several threads.
 # SANITIZE_QUICK=1 (what CI runs) leaves out of the ASan suite the few tests that take over a minute
 # under ASan (each plans a whole job with the sanitized `kareus`; docs/testing.md lists them).
 #   SANITIZE="asan tsan" JOBS=2 scripts/sanitize.sh
@@ -34,10 +34,12 @@ for suite in "${suites[@]}"; do
       cmake -S . -B "$tsan" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAREUS_WERROR=OFF -DKAREUS_BUILD_BENCH=OFF \
         -DKAREUS_CUDA=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_C_FLAGS="-fsanitize=thread" >/dev/null
       # runtime_test without the `kareus` binary its other tests run (Makefiles' target/fast: no deps).
-      cmake --build "$tsan" -j"$jobs" --target pipeline_test kareus_runtime >/dev/null
-      make -C "$tsan" -j"$jobs" runtime_test/fast >/dev/null
+      cmake --build "$tsan" -j"$jobs" --target pipeline_test kareus_runtime kareus_planner >/dev/null
+      make -C "$tsan" -j"$jobs" runtime_test/fast planner_test/fast >/dev/null
       "$tsan"/tests/pipeline_test --gtest_filter='FrontierSolver.SolveFrontier*:PerseusData.FrontIsTheSameOnOneThreadAsOnFour'
       "$tsan"/tests/runtime_test --gtest_filter='FrequencyController.*:EnergyMonitor.*:PlanCursor*.*'
+      # The methods side by side, each searching and solving on threads of its own.
+      "$tsan"/tests/planner_test --gtest_filter='Comparison.MethodsRunSideBySide*'
       ;;
     *) echo "sanitize: unknown suite '$suite' (asan, tsan)" >&2; exit 2 ;;
   esac

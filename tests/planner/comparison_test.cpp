@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iterator>
+#include <memory>
+#include <thread>
 
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/simulated.hpp"
@@ -50,6 +55,54 @@ TEST(Comparison, HoldsEachMethodsOwnFrontierAndItsIsoFiguresAgainstPerseus) {
   ASSERT_EQ(c.methods[0].clocks_mhz.size(), 1u) << "Megatron-LM runs the highest clock only";
   EXPECT_EQ(c.methods[0].clocks_mhz[0], *std::max_element(c.methods[1].clocks_mhz.begin(), c.methods[1].clocks_mhz.end()));
   EXPECT_EQ(c.shape.gpus(), job.parallel.tp * job.parallel.cp * job.parallel.pp * job.parallel.dp);
+}
+
+// The simulated GPU, saying it may or may not be asked from several threads, taking a moment per
+// knob as a device does, and counting how many ask at once.
+class CountingEvaluator : public evaluate::EvaluatorImpl {
+ public:
+  explicit CountingEvaluator(bool thread_safe) : thread_safe_(thread_safe) {}
+  std::string name() const override { return inner_.name(); }
+  evaluate::Provenance provenance() const override { return inner_.provenance(); }
+  bool thread_safe() const override { return thread_safe_; }
+  const hardware::GpuSpec& gpu() const override { return inner_.gpu(); }
+  evaluate::EvalResult evaluate(const workload::Partition& partition, const workload::Knob& knob) const override {
+    const int now = ++in_flight_;
+    int seen = most_;
+    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+    }
+    evaluate::EvalResult r = inner_.evaluate(partition, knob);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));  // as a device takes its time
+    --in_flight_;
+    return r;
+  }
+  int most_at_once() const { return most_; }
+
+ private:
+  bool thread_safe_;
+  evaluate::Evaluator inner_ = a100();
+  mutable std::atomic<int> in_flight_{0}, most_{0};
+};
+
+TEST(Comparison, MethodsRunSideBySideOnlyWhereTheEvaluatorMayBeAskedAtOnce) {
+  const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  for (bool thread_safe : {false, true}) {
+    auto counting = std::make_unique<CountingEvaluator>(thread_safe);
+    const CountingEvaluator& counts = *counting;
+    const evaluate::Evaluator evaluator(std::move(counting));
+    const MethodRuns runs = run_methods(kAllMethods, job, evaluator, options);
+    if (!thread_safe) {
+      EXPECT_EQ(counts.most_at_once(), 1) << "a device is asked one knob at a time";
+    }
+    ASSERT_EQ(runs.results.size(), std::size(kAllMethods));
+    for (std::size_t i = 0; i < runs.results.size(); ++i) {
+      EXPECT_EQ(runs.results[i].method, kAllMethods[i]) << "in the order asked";
+      const MethodResult alone = run_method(kAllMethods[i], job, a100(), options);
+      EXPECT_EQ(runs.results[i].points(), alone.points()) << to_string(kAllMethods[i]) << " " << thread_safe;
+    }
+  }
 }
 
 TEST(Comparison, ASlowdownBelowOneIsRefusedBeforeAnyMeasurement) {

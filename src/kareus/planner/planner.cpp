@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/parallel.hpp"
 #include "kareus/plan/validate.hpp"
 #include "kareus/planner/methods.hpp"
 #include "kareus/workload/zero_bubble.hpp"
@@ -130,13 +132,25 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
 MethodRuns run_methods(std::span<const Method> methods, const Job& job, const evaluate::Evaluator& evaluator,
                        const PlannerOptions& options) {
   MethodRuns out;
+  std::vector<Method> runnable;
   for (Method m : methods) {
     if (auto reason = unsupported_reason(m, job, evaluator, options)) {
       out.left_out.push_back({m, std::move(*reason)});
     } else {
-      out.results.push_back(run_method(m, job, evaluator, options));
+      runnable.push_back(m);
     }
   }
+  // Side by side where the evaluator may be asked from several threads (a model, a table): each
+  // method's relaxation bound runs on one thread for most of its time on a long pipeline. One after
+  // another on a device, where two methods' measurements at once would share its GPUs.
+  std::vector<std::optional<MethodResult>> results(runnable.size());
+  auto run = [&](std::size_t i) { results[i] = run_method(runnable[i], job, evaluator, options); };
+  if (evaluator.thread_safe()) {
+    parallel_for(std::size_t{0}, runnable.size(), run);
+  } else {
+    for (std::size_t i = 0; i < runnable.size(); ++i) run(i);
+  }
+  for (std::optional<MethodResult>& r : results) out.results.push_back(std::move(*r));
   return out;
 }
 

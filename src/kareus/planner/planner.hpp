@@ -120,7 +120,8 @@ struct MethodRuns {
   std::vector<LeftOut> left_out;
 };
 
-// run_method for each of `methods` the evaluator can cost; the others are left out with why.
+// run_method for each of `methods` the evaluator can cost, side by side when it is thread-safe; the
+// others are left out with why.
 MethodRuns run_methods(std::span<const Method> methods, const Job& job, const evaluate::Evaluator& evaluator,
                        const PlannerOptions& options);
 
