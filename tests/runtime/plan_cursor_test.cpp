@@ -172,5 +172,40 @@ TEST(PlanCursor, ReadsPlanFilesAndPlanSets) {
   std::filesystem::remove_all(dir);
 }
 
+// open_frontier checks each plan whole as it reads it, then keeps this rank's stage alone: the same
+// errors as the cursor built from whole plans, and the same instructions.
+TEST(PlanCursor, AFrontierOpenedFromAFileChecksEachPlanWholeAndKeepsItsOwnStage) {
+  auto dir = testing::temp_dir("cursor-frontier");
+  plan::Plan fast = make_test_plan(), slow = make_test_plan();
+  slow.time_s = 2, slow.energy_j = 80;
+  for (auto& ins : slow.stages[1]) ins.freq_mhz = 600;
+  plan::write_plan_set({fast, slow}, {0, 1}, dir / "plans.json");
+  for (int stage : {0, 1}) {
+    PlanCursor read = PlanCursor::open_frontier(dir / "plans.json", stage, nullptr);
+    PlanCursor built({fast, slow}, 0, stage, nullptr, "plans.json");
+    ASSERT_EQ(read.frontier_size(), 2u);
+    for (std::size_t k = 0; k < built.instructions_per_iteration(); ++k) {
+      EXPECT_EQ(read.instruction(k), built.instruction(k)) << stage << " " << k;
+    }
+    EXPECT_EQ(read.set_target_time(2.0, 0), 1u);
+    EXPECT_EQ(read.instruction(0).freq_mhz, stage == 1 ? 600 : fast.stages[0][0].freq_mhz);
+    for (std::size_t s = 0; s < read.plan().stages.size(); ++s) {
+      EXPECT_EQ(read.plan().stages[s].empty(), static_cast<int>(s) != stage) << stage << " " << s;
+    }
+  }
+  // A plan at fault in a stage this rank does not run is still refused, by its place in the set.
+  plan::Plan bad = slow;
+  bad.stages[1][2].freq_mhz = -5;
+  plan::write_plan_set({fast, bad}, {0, 1}, dir / "bad.json");
+  EXPECT_TRUE(Contains(testing::input_error_of([&] { PlanCursor::open_frontier(dir / "bad.json", 0, nullptr); }),
+                       "plans[1]: field 'stages[1].instructions[2].freq_mhz'"));
+  plan::write_plan_set({fast, make_test_plan(2, 3)}, {0, 1}, dir / "mixed.json");
+  EXPECT_TRUE(Contains(testing::input_error_of([&] { PlanCursor::open_frontier(dir / "mixed.json", 0, nullptr); }),
+                       "a set's plans must be of one job"));
+  EXPECT_FALSE(testing::input_error_of([&] { PlanCursor::open_frontier(dir / "plans.json", 2, nullptr); }).empty())
+      << "no stage 2";
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kareus::runtime

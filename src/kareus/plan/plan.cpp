@@ -326,12 +326,18 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
   return plan_from_json(file.json, path.string());
 }
 
-std::vector<Plan> read_plan_set(const std::filesystem::path& path) {
+std::vector<Plan> read_plan_set(const std::filesystem::path& path,
+                                const std::function<void(std::size_t, Plan&)>& as_read) {
   std::vector<Plan> plans;
   const PlanFile file = parse_plan_file(path, [&](std::size_t i, const nlohmann::json& plan) {
     plans.push_back(plan_from_json(plan, plan_source(path, i)));
+    if (as_read) as_read(i, plans.back());
   });
-  if (!is_plan_set(file.json)) return {plan_from_json(file.json, path.string())};
+  if (!is_plan_set(file.json)) {
+    plans.assign(1, plan_from_json(file.json, path.string()));
+    if (as_read) as_read(0, plans.front());
+    return plans;
+  }
   const auto list = file.json.find("plans");
   if (list == file.json.end() || !list->is_array() || file.set_plans == 0) {
     throw InputError({path.string(), 0, 0, "plans"}, "expected a non-empty array of plans");

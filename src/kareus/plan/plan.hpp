@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -105,7 +106,10 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
 // How a consumer names a plan it read, in errors: the file, or "<file> plans[i]" for plan i of a set.
 std::string plan_source(const std::filesystem::path& path, std::optional<std::size_t> index = std::nullopt);
 // Every plan of a kareus-plan-set file (a frontier, as `kareus frontier --out` and `kareus plan
-// --out` write it), in file order; a single kareus-plan file reads as a set of one.
-std::vector<Plan> read_plan_set(const std::filesystem::path& path);
+// --out` write it), in file order; a single kareus-plan file reads as a set of one. `as_read`, when
+// given, takes each plan (its index and itself) as soon as it is parsed, before the next is: a
+// reader that keeps part of each plan (a pipeline rank, its stage) never holds the whole set.
+std::vector<Plan> read_plan_set(const std::filesystem::path& path,
+                                const std::function<void(std::size_t, Plan&)>& as_read = {});
 
 }  // namespace kareus::plan

@@ -155,20 +155,22 @@ void validate(const Plan& plan, const std::string& source) {
 
 void validate_set(const std::vector<Plan>& plans, const std::string& source) {
   if (plans.empty()) throw InputError({source, 0, 0, "plans"}, "holds no plans");
-  const Plan& first = plans.front();
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    const Plan& p = plans[i];
     const std::string where = fmt::format("{} plans[{}]", source, i);
-    validate(p, where);
-    if (p.schedule != first.schedule || p.num_stages != first.num_stages || p.num_microbatches != first.num_microbatches ||
-        p.virtual_stages != first.virtual_stages) {
-      throw InputError({where, 0, 0, "schedule"},
-                       fmt::format("runs {} over {} stages, {} microbatches and {} chunks, but plans[0] runs {} over {}, {} "
-                                   "and {}: a set's plans must be of one job",
-                                   schedule::to_string(p.schedule), p.num_stages, p.num_microbatches, p.virtual_stages,
-                                   schedule::to_string(first.schedule), first.num_stages, first.num_microbatches,
-                                   first.virtual_stages));
-    }
+    validate(plans[i], where);
+    check_same_job(plans[i], plans.front(), where);
+  }
+}
+
+void check_same_job(const Plan& p, const Plan& first, const std::string& where) {
+  if (p.schedule != first.schedule || p.num_stages != first.num_stages || p.num_microbatches != first.num_microbatches ||
+      p.virtual_stages != first.virtual_stages) {
+    throw InputError({where, 0, 0, "schedule"},
+                     fmt::format("runs {} over {} stages, {} microbatches and {} chunks, but plans[0] runs {} over {}, {} "
+                                 "and {}: a set's plans must be of one job",
+                                 schedule::to_string(p.schedule), p.num_stages, p.num_microbatches, p.virtual_stages,
+                                 schedule::to_string(first.schedule), first.num_stages, first.num_microbatches,
+                                 first.virtual_stages));
   }
 }
 

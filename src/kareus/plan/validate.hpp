@@ -35,5 +35,8 @@ nlohmann::json gpu_limits_json(const hardware::GpuSpec& gpu);
 void validate(const Plan& plan, const std::string& source);
 // Each plan as "<source> plans[i]", then that they are of one job; an empty set is an error.
 void validate_set(const std::vector<Plan>& plans, const std::string& source);
+// That `plan` (named `where` in the error) runs the job `first` does: its schedule, stages,
+// microbatches and chunks.
+void check_same_job(const Plan& plan, const Plan& first, const std::string& where);
 
 }  // namespace kareus::plan

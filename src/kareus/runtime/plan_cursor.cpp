@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/pareto.hpp"
@@ -41,6 +43,16 @@ PlanCursor::PlanCursor(const std::vector<plan::Plan>& frontier, std::size_t star
                        FrequencyController* controller, std::string source)
     : stage_(stage), controller_(controller), source_(std::move(source)) {
   plan::validate_set(frontier, source_);
+  load_frontier(frontier, start);
+}
+
+PlanCursor::PlanCursor(Validated, const std::vector<plan::Plan>& frontier, std::size_t start, int stage,
+                       FrequencyController* controller, std::string source)
+    : stage_(stage), controller_(controller), source_(std::move(source)) {
+  load_frontier(frontier, start);
+}
+
+void PlanCursor::load_frontier(const std::vector<plan::Plan>& frontier, std::size_t start) {
   if (start >= frontier.size()) {
     throw InputError({source_, 0, 0, "plans"},
                      fmt::format("start plan {} is out of range: the frontier holds {}", start,
@@ -69,10 +81,20 @@ std::vector<TimeEnergy> points_of(const std::vector<plan::Plan>& plans) {
 
 PlanCursor PlanCursor::open_frontier(const std::filesystem::path& path, int stage,
                                      FrequencyController* controller, plan::Target start) {
-  std::vector<plan::Plan> plans = plan::read_plan_set(path);
-  plan::validate_set(plans, path.string());
+  // Each plan checked whole as it is read, then cut to this rank's stage: a rank never holds the
+  // whole set, gigabytes for a long pipeline.
+  std::optional<plan::Plan> first;
+  std::vector<plan::Plan> plans = plan::read_plan_set(path, [&](std::size_t i, plan::Plan& p) {
+    const std::string where = plan::plan_source(path, i);
+    plan::validate(p, where);
+    if (first) plan::check_same_job(p, *first, where);
+    if (stage >= 0 && static_cast<std::size_t>(stage) < p.stages.size()) {
+      p = plan::with_stage_only(p, static_cast<std::size_t>(stage));
+    }
+    if (!first) first = p;
+  });
   std::size_t chosen = plan::select_plan(points_of(plans), start);
-  return PlanCursor(plans, chosen, stage, controller, path.string());
+  return PlanCursor(Validated{}, plans, chosen, stage, controller, path.string());
 }
 
 std::size_t PlanCursor::set_target_time(double target_time_s, long effective_iteration) {

@@ -66,7 +66,8 @@ class PlanCursor {
   static PlanCursor open(const std::filesystem::path& path, int stage,
                          FrequencyController* controller,
                          std::optional<std::size_t> index = std::nullopt);
-  // Reads every plan of a plan set (plan::read_plan_set) and starts on the one `start` selects.
+  // Reads every plan of a plan set (plan::read_plan_set), validating each and keeping this rank's
+  // stage of it as it is read, and starts on the one `start` selects.
   static PlanCursor open_frontier(const std::filesystem::path& path, int stage,
                                   FrequencyController* controller, plan::Target start = {});
 
@@ -116,6 +117,13 @@ class PlanCursor {
   std::size_t frontier_size() const { return plans_.size(); }
 
  private:
+  // A frontier whose plans were validated as they were read (open_frontier), and may hold this
+  // rank's stage alone.
+  struct Validated {};
+  PlanCursor(Validated, const std::vector<plan::Plan>& frontier, std::size_t start, int stage,
+             FrequencyController* controller, std::string source);
+  void load_frontier(const std::vector<plan::Plan>& frontier, std::size_t start);
+
   // One plan, as this rank's stage runs it.
   struct StagePlan {
     plan::Plan plan;  // this rank's stage only
