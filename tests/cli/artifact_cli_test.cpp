@@ -33,9 +33,9 @@ TEST_F(ArtifactCli, PlansFromAnArtifactTreeAndSaysWhatItUsed) {
   EXPECT_FALSE(contains(r.out, "no sequential knob")) << "the account is a diagnostic: " << r.out;
   const auto plan = nlohmann::json::parse(slurp(path("out/plan.json")));
   // The plan's knobs are measured ones: every slot and SM count comes from the tree.
-  for (const auto& stage : plan["stages"]) {
-    for (const auto& ins : stage["instructions"]) {
-      for (const auto& p : ins["knob"]["partitions"]) {
+  for (const auto& stage : plan.at("stages")) {
+    for (const auto& ins : stage.at("instructions")) {
+      for (const auto& p : ins.at("knob").at("partitions")) {
         EXPECT_NE(p["slot"], "none") << p;
         EXPECT_TRUE(p["sms"] == 6 || p["sms"] == 12 || p["sms"] == 24) << p;
       }

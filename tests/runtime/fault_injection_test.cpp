@@ -295,7 +295,7 @@ std::string show(const Schedule& s) {
     out += fmt::format("GPU {}: cap {}, wrap {}/{} mJ, faults", g,
                        s.cap_mw[g] ? std::to_string(*s.cap_mw[g]) : "none", s.start_mj[g],
                        s.wrap_mj[g]);
-    for (const auto& f : s.faults[g]) out += " " + to_string(f);
+    for (const auto& f : s.faults[g]) out.append(" ").append(to_string(f));
     out += "; ";
   }
   return out;
