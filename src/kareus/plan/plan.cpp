@@ -248,8 +248,8 @@ void write_plan(const Plan& plan, const std::filesystem::path& path) {
 void write_plan_set(const std::vector<Plan>& plans, const std::vector<std::size_t>& frontier_indices,
                     const std::filesystem::path& path) {
   KAREUS_CHECK(plans.size() == frontier_indices.size(), "a frontier index per plan");
-  // A plan a line, written as it is serialised: at 10,000 instructions a plan is 3 MB of JSON and
-  // its document twenty times that, so a set of 200 held whole would take gigabytes.
+  // A plan a line, written as it is serialised: a long pipeline's set held whole as one document
+  // takes gigabytes (bench/results/plan_sets.md).
   AtomicFileWriter file(path);
   file.append(fmt::format(R"({{"format": "{}", "version": {}, "plans": [)", kPlanSetFormat, kPlanFormatVersion));
   for (std::size_t i = 0; i < plans.size(); ++i) {
