@@ -63,7 +63,7 @@ TEST(Compose, SplitBackwardIsTheBackwardLessItsWeightGradients) {
       const bool fast = o.freq_mhz == 1410;
       EXPECT_NEAR(o.time_s, per_clock * (fast ? 0.25 : 0.3), 1e-12);
       EXPECT_NEAR(o.energy_j, per_clock * (fast ? 2.0 : 1.7), 1e-12);
-      EXPECT_EQ(o.knob["partitions"][0]["key"], w_key);
+      EXPECT_EQ((*o.knob)["partitions"][0]["key"], w_key);
     }
     const auto& backward = table.at(stage, InstructionType::kBackward);
     const auto& b = table.at(stage, schedule::OptionSlot::kBackwardInput);
@@ -74,7 +74,7 @@ TEST(Compose, SplitBackwardIsTheBackwardLessItsWeightGradients) {
       EXPECT_NEAR(b[k].time_s + wk.time_s, backward[k].time_s, 1e-12);
       EXPECT_NEAR(b[k].energy_j + wk.energy_j, backward[k].energy_j, 1e-9);
       EXPECT_EQ(b[k].knob, backward[k].knob);  // the recompute's knobs stay with B
-      EXPECT_TRUE(b[k].knob.contains("recompute"));
+      EXPECT_TRUE(b[k].knob->contains("recompute"));
     }
   }
   points.erase(w_key);
@@ -142,9 +142,9 @@ TEST(Compose, InstructionsSumTheirPartitionsWithMultiplicity) {
       InstructionKeys keys = instruction_keys(s.model, s.parallel, stage, type);
       EXPECT_GE(options[0].time_s, static_cast<double>(keys.keys.size() + keys.recompute.size() + keys.fixed.size()));
       EXPECT_NEAR(options[0].energy_j, 10 * options[0].time_s, 1e-9);
-      EXPECT_EQ(options[0].knob["partitions"].size(), keys.keys.size());
+      EXPECT_EQ((*options[0].knob)["partitions"].size(), keys.keys.size());
       if (type == InstructionType::kBackward) {
-        EXPECT_EQ(options[0].knob["recompute"].size(), keys.recompute.size());
+        EXPECT_EQ((*options[0].knob)["recompute"].size(), keys.recompute.size());
         EXPECT_FALSE(keys.recompute.empty());  // full checkpointing is the default
       }
     }

@@ -45,8 +45,8 @@ TEST_F(OptionTableFile, ReadsOptionsAndCarriesExtraColumnsAsKnob) {
   ASSERT_EQ(table.at(0, schedule::InstructionType::kForward).size(), 1u);
   const StageOption& o = table.at(0, schedule::InstructionType::kForward)[0];
   EXPECT_EQ(o.freq_mhz, 1410);
-  EXPECT_EQ(o.knob["sms"], "12");
-  EXPECT_EQ(o.knob["slot"], "linear_1");
+  EXPECT_EQ((*o.knob)["sms"], "12");
+  EXPECT_EQ((*o.knob)["slot"], "linear_1");
 }
 
 TEST_F(OptionTableFile, BadInputNamesFileLineAndField) {

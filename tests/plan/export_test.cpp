@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
+
 #include "kareus/core/error.hpp"
 #include "kareus/plan/validate.hpp"
 
@@ -14,6 +16,13 @@ namespace kareus::plan {
 namespace {
 
 using schedule::InstructionType;
+
+// An instruction's knob is shared and immutable: changed through a copy, given back whole.
+void edit_knob(PlannedInstruction& ins, const std::function<void(nlohmann::json&)>& change) {
+  nlohmann::json knob = *ins.knob;
+  change(knob);
+  ins.knob = SharedJson(std::move(knob));
+}
 
 nlohmann::json entry(const char* key, int sms, const char* slot) {
   return {{"key", key}, {"sms", sms}, {"slot", slot}};
@@ -33,10 +42,10 @@ Plan two_stage_plan(bool with_partitions, bool checkpointing = true) {
     backward = {{"partitions", {entry("bwd_mlp", 9, "linear_1"), entry("bwd_attn", 3, "none")}}};
     if (checkpointing) backward["recompute"] = {entry("fwd_attn", 3, "attn_0"), entry("fwd_mlp", 15, "norm_0")};
   }
-  plan.stages = {{{InstructionType::kForward, 0, 1410, forward, 0.1, 30},
-                  {InstructionType::kBackward, 0, 1230, backward, 0.2, 50}},
-                 {{InstructionType::kForward, 0, 1395.4, forward, 0.1, 30},
-                  {InstructionType::kBackward, 0, 900, backward, 0.2, 50}}};
+  plan.stages = {{{InstructionType::kForward, 0, 1410, SharedJson(forward), 0.1, 30},
+                  {InstructionType::kBackward, 0, 1230, SharedJson(backward), 0.2, 50}},
+                 {{InstructionType::kForward, 0, 1395.4, SharedJson(forward), 0.1, 30},
+                  {InstructionType::kBackward, 0, 900, SharedJson(backward), 0.2, 50}}};
   return plan;
 }
 
@@ -61,7 +70,7 @@ TEST(Export, WithoutCheckpointingOnePairPerMicrobatch) {
   for (auto& stage : plan.stages) {
     PlannedInstruction f1 = stage[0], b1 = stage[1];
     f1.microbatch = b1.microbatch = 1;
-    f1.knob["partitions"][0]["sms"] = 24;
+    edit_knob(f1, [](nlohmann::json& k) { k["partitions"][0]["sms"] = 24; });
     stage = {stage[0], f1, stage[1], b1};
   }
   const std::string line =
@@ -87,8 +96,8 @@ TEST(Export, ContextParallelFieldsInTheArtifactsOrder) {
                                entry("bwd_a_rs", 10, "rope_0"), entry("bwd_qkv_rs", 11, "linear_0"),
                                entry("bwd_qkv_ar", 12, "norm_0")}},
                              {"recompute", forward["partitions"]}};
-  plan.stages = {{{InstructionType::kForward, 0, 1410, forward, 0.1, 30},
-                  {InstructionType::kBackward, 0, 1410, backward, 0.2, 50}}};
+  plan.stages = {{{InstructionType::kForward, 0, 1410, SharedJson(forward), 0.1, 30},
+                  {InstructionType::kBackward, 0, 1410, SharedJson(backward), 0.2, 50}}};
   EXPECT_EQ(kareus_artifact_scheds(plan),
             "[\n    [('forward', 'norm_0-none-1-1024', 'linear_0-none-2-1024', 'attn_0-none-3-1024', "
             "'linear_0-none-4-1024', 'activation_0-none-5-1024'), "
@@ -102,17 +111,17 @@ TEST(Export, ContextParallelFieldsInTheArtifactsOrder) {
 TEST(Export, ConfigStringsFromAnArtifactProfilePassThrough) {
   Plan plan = two_stage_plan(false);
   for (auto& stage : plan.stages) {
-    stage[0].knob = {{"fwd_attn", "linear_0-none-12-1024"}, {"fwd_mlp", "norm_0-none-20-1024"},
-                     {"bwd_attn", ""}, {"bwd_mlp", ""}, {"note", "profiled twice"}};
-    stage[1].knob = {{"fwd_attn", "0-8-16-1024"}, {"fwd_mlp", "-1--1-16-1024"},
-                     {"bwd_attn", "linear_1-none-3-512"}, {"bwd_mlp", "activation_0-none-9-1024"}};
+    stage[0].knob = SharedJson(nlohmann::json{{"fwd_attn", "linear_0-none-12-1024"}, {"fwd_mlp", "norm_0-none-20-1024"},
+                     {"bwd_attn", ""}, {"bwd_mlp", ""}, {"note", "profiled twice"}});
+    stage[1].knob = SharedJson(nlohmann::json{{"fwd_attn", "0-8-16-1024"}, {"fwd_mlp", "-1--1-16-1024"},
+                     {"bwd_attn", "linear_1-none-3-512"}, {"bwd_mlp", "activation_0-none-9-1024"}});
   }
   const std::string line =
       "    [('forward', 'linear_0-none-12-1024', 'norm_0-none-20-1024'), "
       "('backward', '0-8-16-1024', '-1--1-16-1024', 'linear_1-none-3-512', 'activation_0-none-9-1024')],\n";
   EXPECT_EQ(kareus_artifact_scheds(plan), "[\n" + line + line + "]\n");
 
-  plan.stages[1][0].knob["fwd_mlp"] = "norm_0-12";
+  edit_knob(plan.stages[1][0], [](nlohmann::json& k) { k["fwd_mlp"] = "norm_0-12"; });
   try {
     kareus_artifact_scheds(plan);
     FAIL() << "a malformed config string was written";
@@ -127,11 +136,11 @@ TEST(Export, ConfigStringsFromAnArtifactProfilePassThrough) {
 TEST(Export, TheArtifactsProfileColumnsMapToTheirPartitions) {
   Plan plan = two_stage_plan(false);
   for (auto& stage : plan.stages) {
-    stage[0].knob = {{"attention_configs", "linear_0-none-12-1024"}, {"mlp_configs", "norm_0-none-20-1024"},
-                     {"recompute_attention_configs", ""}, {"recompute_mlp_configs", ""}};
-    stage[1].knob = {{"attention_configs", "linear_1-none-3-1024"}, {"mlp_configs", "activation_0-none-9-1024"},
+    stage[0].knob = SharedJson(nlohmann::json{{"attention_configs", "linear_0-none-12-1024"}, {"mlp_configs", "norm_0-none-20-1024"},
+                     {"recompute_attention_configs", ""}, {"recompute_mlp_configs", ""}});
+    stage[1].knob = SharedJson(nlohmann::json{{"attention_configs", "linear_1-none-3-1024"}, {"mlp_configs", "activation_0-none-9-1024"},
                      {"recompute_attention_configs", "attn_0-none-6-1024"},
-                     {"recompute_mlp_configs", "linear_0-none-24-1024"}};
+                     {"recompute_mlp_configs", "linear_0-none-24-1024"}});
   }
   const std::string line =
       "    [('forward', 'linear_0-none-12-1024', 'norm_0-none-20-1024'), "
@@ -150,15 +159,15 @@ TEST(Export, KnobsTheArtifactCannotHoldAreErrorsNamingTheInstruction) {
     return std::string("no error");
   };
   Plan mixed = two_stage_plan(true);
-  mixed.stages[1][1].knob.erase("recompute");  // one backward recomputes, the other does not
+  edit_knob(mixed.stages[1][1], [](nlohmann::json& k) { k.erase("recompute"); });  // one backward recomputes, the other does not
   EXPECT_NE(message_of(mixed).find("stages[1].instructions[1]"), std::string::npos) << message_of(mixed);
 
   Plan missing = two_stage_plan(true);
-  missing.stages[0][0].knob["partitions"].erase(1);  // no fwd_mlp
+  edit_knob(missing.stages[0][0], [](nlohmann::json& k) { k["partitions"].erase(1); });  // no fwd_mlp
   EXPECT_NE(message_of(missing).find("fwd_mlp"), std::string::npos) << message_of(missing);
 
   Plan layer = two_stage_plan(true);
-  layer.stages[0][0].knob = {{"partitions", {entry("fwd_layer", 0, "none")}}};  // TP = CP = 1
+  layer.stages[0][0].knob = SharedJson(nlohmann::json{{"partitions", {entry("fwd_layer", 0, "none")}}});  // TP = CP = 1
   EXPECT_NE(message_of(layer).find("fwd_layer"), std::string::npos) << message_of(layer);
 }
 

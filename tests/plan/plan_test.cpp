@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,12 +44,12 @@ OptionTable small_table() {
   for (int s = 0; s < 2; ++s) {
     double k = 1.0 + 0.1 * s;
     table.at(s, InstructionType::kForward) = {
-        StageOption{1410, 0.010 * k, 3.0 * k, json{{"sm_clock", 1410}, {"mode", "fast"}, {"stage", s}}},
+        StageOption{1410, 0.010 * k, 3.0 * k, SharedJson(json{{"sm_clock", 1410}, {"mode", "fast"}, {"stage", s}})},
         StageOption{1005, 0.013 * k, 2.5 * k, nullptr},
     };
     table.at(s, InstructionType::kBackward) = {
         StageOption{1395, 0.021 * k, 6.0 * k, nullptr},
-        StageOption{900, 0.030 * k, 4.5 * k, json{{"sm_clock", 900}}},
+        StageOption{900, 0.030 * k, 4.5 * k, SharedJson(json{{"sm_clock", 900}})},
     };
   }
   return table;
@@ -170,6 +171,8 @@ TEST(MakePlan, EveryInstructionTakesItsAssignedOption) {
       EXPECT_EQ(ins.time_s, option.time_s) << "stage " << s << " position " << k;
       EXPECT_EQ(ins.energy_j, option.energy_j) << "stage " << s << " position " << k;
       EXPECT_EQ(ins.knob, option.knob) << "stage " << s << " position " << k;
+      // Shared with the option, not copied: a front's plans take the same options many times.
+      EXPECT_EQ(&*ins.knob, &*option.knob) << "stage " << s << " position " << k;
       (ins.knob.is_null() ? seen_null : seen_knobs)++;
     }
   }
@@ -192,14 +195,14 @@ TEST(MakePlan, HandCheckedInstructions) {
   EXPECT_EQ(first.freq_mhz, 1410);
   EXPECT_DOUBLE_EQ(first.time_s, 0.010);
   EXPECT_DOUBLE_EQ(first.energy_j, 3.0);
-  EXPECT_EQ(first.knob, (json{{"sm_clock", 1410}, {"mode", "fast"}, {"stage", 0}}));
+  EXPECT_EQ(*first.knob, (json{{"sm_clock", 1410}, {"mode", "fast"}, {"stage", 0}}));
   const PlannedInstruction& second = plan.stages[0][1];  // forward 1, slow
   EXPECT_EQ(second.freq_mhz, 1005);
   EXPECT_TRUE(second.knob.is_null());
   const PlannedInstruction& third = plan.stages[0][2];  // backward 0, slow, knobbed
   EXPECT_EQ(third.type, InstructionType::kBackward);
   EXPECT_EQ(third.freq_mhz, 900);
-  EXPECT_EQ(third.knob, (json{{"sm_clock", 900}}));
+  EXPECT_EQ(*third.knob, (json{{"sm_clock", 900}}));
   const PlannedInstruction& last = plan.stages[1][5];  // stage 1 backward 2, fast
   EXPECT_EQ(last.type, InstructionType::kBackward);
   EXPECT_EQ(last.microbatch, 2);
@@ -240,7 +243,7 @@ TEST(PlanJson, DocumentShape) {
       const json& entry = j.at("stages")[s].at("instructions")[k];
       EXPECT_EQ(entry.contains("knob"), !f.plan.stages[s][k].knob.is_null());
       if (entry.contains("knob")) {
-        EXPECT_EQ(entry.at("knob"), f.plan.stages[s][k].knob);
+        EXPECT_EQ(entry.at("knob"), *f.plan.stages[s][k].knob);
       }
     }
   }
@@ -276,7 +279,7 @@ TEST(PlanJson, InequalityIsDetected) {
   changed.stages[1][3].freq_mhz += 15;
   EXPECT_NE(plan_from_json(to_json(changed), "mem"), f.plan);
   Plan knob = f.plan;
-  knob.stages[0][0].knob = json{{"sm_clock", 1}};
+  knob.stages[0][0].knob = SharedJson(json{{"sm_clock", 1}});
   EXPECT_NE(plan_from_json(to_json(knob), "mem"), f.plan);
 }
 
@@ -382,6 +385,27 @@ TEST_F(TempDir, APlanSetReadsBackEveryPlanInOrderWholeOrByIndex) {
       EXPECT_EQ(set["plans"][i], expected);
     }
   }
+}
+
+TEST_F(TempDir, APlanSetsEqualKnobsAreReadIntoOneTree) {
+  const std::vector<Plan> plans = fixture_plans(3);
+  const fs::path path = dir_ / "plans.json";
+  write_plan_set(plans, {0, 1, 2}, path);
+  const std::vector<Plan> back = read_plan_set(path);
+  ASSERT_EQ(back, plans);
+  std::map<std::string, const json*> tree_of;  // each distinct knob's tree, by its text
+  std::size_t knobs = 0;
+  for (const Plan& p : back) {
+    for (const auto& stage : p.stages) {
+      for (const PlannedInstruction& ins : stage) {
+        if (ins.knob.is_null()) continue;
+        ++knobs;
+        const auto [it, first] = tree_of.emplace(ins.knob->dump(), &*ins.knob);
+        EXPECT_EQ(it->second, &*ins.knob) << "an equal knob read into a tree of its own: " << it->first;
+      }
+    }
+  }
+  EXPECT_GT(knobs, tree_of.size());  // the fixture repeats knobs, so sharing is exercised
 }
 
 TEST_F(TempDir, APlanSetsErrorsNameThePlanAtFault) {

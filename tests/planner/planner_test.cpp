@@ -38,7 +38,7 @@ TEST_P(EvaluationConfigs, KareusWeaklyDominatesTheBaselines) {
   // Plans carry each partition's knobs and replay to the frontier's figures.
   plan::Plan p = make_plan(results[3], job, results[3].frontier.front());
   EXPECT_NEAR(p.time_s, kareus.front().time_s, 1e-12);
-  ASSERT_TRUE(p.stages[0][0].knob.contains("partitions"));
+  ASSERT_TRUE(p.stages[0][0].knob->contains("partitions"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Kareus, EvaluationConfigs, ::testing::ValuesIn(evaluation_config_names()),

@@ -66,7 +66,7 @@ TEST(PlanCursor, KnobsFollowThePlanSchemaOrAreRejectedByPath) {
                        "knob.recompute': expected an array"));
 
   plan::Plan plan = make_test_plan();
-  plan.stages[0][1].knob = {{"partitions", {{{"key", "fwd_attn"}, {"slot", 7}, {"sms", 1}}}}};
+  plan.stages[0][1].knob = SharedJson(nlohmann::json{{"partitions", {{{"key", "fwd_attn"}, {"slot", 7}, {"sms", 1}}}}});
   EXPECT_TRUE(Contains(testing::input_error_of([&] { PlanCursor(plan, 0, nullptr, "p.json"); }),
                        "stages[0].instructions[1].knob.partitions[0].slot"));
 }

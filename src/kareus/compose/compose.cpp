@@ -144,7 +144,7 @@ void split_backward_options(pipeline::OptionTable& table, const workload::ModelS
           continue;
         }
         nlohmann::json knob = {{"partitions", {{{"key", key}, {"sms", w->knob.sms}, {"slot", w->knob.slot}}}}};
-        weight.push_back({w->knob.freq_mhz, w->time_s * scale, w->energy_j * scale, std::move(knob)});
+        weight.push_back({w->knob.freq_mhz, w->time_s * scale, w->energy_j * scale, SharedJson(std::move(knob))});
       }
       if (input.empty()) {
         throw InputError({"", 0, 0, key}, fmt::format("stage {}: no SM clock has measurements of both its backward and {}",
@@ -290,7 +290,7 @@ pipeline::OptionTable compose_option_table(const workload::ModelSpec& model,
             if (!recompute.empty()) knob["recompute"] = std::move(recompute);
             table.at(stage, chunk, schedule::option_slot(type))
                 .push_back({clock, c.time_s * options.overhead_factor, c.energy_j * options.overhead_factor,
-                            std::move(knob)});
+                            SharedJson(std::move(knob))});
           }
         }
       }

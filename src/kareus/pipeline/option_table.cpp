@@ -60,9 +60,10 @@ OptionTable read_option_table(const std::filesystem::path& path, int num_stages)
     option.time_s = profile.time_s(row);
     option.energy_j = profile.energy_j(row);
     if (!knob_fields.empty()) {
-      option.knob = nlohmann::json::object();
+      nlohmann::json knob = nlohmann::json::object();
       const std::vector<std::string> cells = profile.extra(row);
-      for (std::size_t k = 0; k < knob_fields.size(); ++k) option.knob[knob_fields[k]] = cells[k];
+      for (std::size_t k = 0; k < knob_fields.size(); ++k) knob[knob_fields[k]] = cells[k];
+      option.knob = SharedJson(std::move(knob));
     }
     table.at(static_cast<int>(stage), *slot).push_back(std::move(option));
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kareus/core/error.hpp"
+#include "kareus/core/shared_json.hpp"
 #include "kareus/schedule/instruction.hpp"
 
 namespace kareus::pipeline {
@@ -31,7 +32,7 @@ struct StageOption {
   double freq_mhz = 0;
   double time_s = 0;
   double energy_j = 0;
-  nlohmann::json knob;  // opaque to the solver; null when the table has no knob columns
+  SharedJson knob;  // opaque to the solver; null when the table has no knob columns
 
   bool operator==(const StageOption&) const = default;
 };

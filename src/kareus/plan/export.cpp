@@ -68,7 +68,7 @@ void add_partition_list(const nlohmann::json& list, const std::string& where, st
 
 FieldConfigs field_configs(const PlannedInstruction& ins, const std::string& where) {
   FieldConfigs out;
-  const nlohmann::json& knob = ins.knob;
+  const nlohmann::json& knob = *ins.knob;
   if (knob.is_object() && knob.contains("partitions")) {
     add_partition_list(knob.at("partitions"), where, "partitions", out);
     if (knob.contains("recompute")) add_partition_list(knob.at("recompute"), where, "recompute", out);

@@ -68,7 +68,7 @@ nlohmann::json to_json(const Plan& plan) {
                               {"time_s", i.time_s},
                               {"energy_j", i.energy_j}};
       if (plan.virtual_stages > 1) entry["chunk"] = i.chunk;
-      if (!i.knob.is_null()) entry["knob"] = i.knob;
+      if (!i.knob.is_null()) entry["knob"] = *i.knob;
       instructions.push_back(std::move(entry));
     }
     stages.push_back({{"stage", s}, {"instructions", std::move(instructions)}});
@@ -128,7 +128,7 @@ std::string plan_source(const std::filesystem::path& path, std::optional<std::si
   return index ? fmt::format("{} plans[{}]", path.string(), *index) : path.string();
 }
 
-Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
+Plan plan_from_json(const nlohmann::json& json, const std::string& source, SharedJsonPool* knobs) {
   Plan plan;
   if (field<std::string>(json, "format", "", source) != kPlanFormat) {
     throw InputError({source, 0, 0, "format"}, fmt::format("expected \"{}\"", kPlanFormat));
@@ -187,7 +187,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source) {
       ins.freq_mhz = field<double>(entry, "freq_mhz", path, source);
       ins.time_s = field<double>(entry, "time_s", path, source);
       ins.energy_j = field<double>(entry, "energy_j", path, source);
-      if (entry.contains("knob")) ins.knob = entry.at("knob");
+      if (entry.contains("knob")) ins.knob = knobs ? knobs->intern(entry.at("knob")) : SharedJson(entry.at("knob"));
       list.push_back(std::move(ins));
     }
     plan.stages.push_back(std::move(list));
@@ -329,8 +329,9 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
 std::vector<Plan> read_plan_set(const std::filesystem::path& path,
                                 const std::function<void(std::size_t, Plan&)>& as_read) {
   std::vector<Plan> plans;
+  SharedJsonPool knobs;
   const PlanFile file = parse_plan_file(path, [&](std::size_t i, const nlohmann::json& plan) {
-    plans.push_back(plan_from_json(plan, plan_source(path, i)));
+    plans.push_back(plan_from_json(plan, plan_source(path, i), &knobs));
     if (as_read) as_read(i, plans.back());
   });
   if (!is_plan_set(file.json)) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kareus/core/shared_json.hpp"
 #include "kareus/schedule/schedule.hpp"
 
 namespace kareus::plan {
@@ -29,7 +30,7 @@ struct PlannedInstruction {
   schedule::InstructionType type = schedule::InstructionType::kForward;
   int microbatch = 0;
   double freq_mhz = 0;
-  nlohmann::json knob;  // null when the option has none (a Perseus plan)
+  SharedJson knob;  // null when the option has none (a Perseus plan); shared with the option it took
   double time_s = 0;
   double energy_j = 0;
   int chunk = 0;  // the stage's model chunk (interleaved schedules; 0 otherwise)
@@ -92,7 +93,9 @@ Plan with_stage_only(const Plan& plan, std::size_t stage);
 
 nlohmann::json to_json(const Plan& plan);
 // Throws InputError naming the JSON path at fault (e.g. stages[1].instructions[3].freq_mhz).
-Plan plan_from_json(const nlohmann::json& json, const std::string& source);
+// With `knobs`, an instruction's knob equal to one the pool holds shares its tree (a set's plans
+// take the same knobs thousands of times).
+Plan plan_from_json(const nlohmann::json& json, const std::string& source, SharedJsonPool* knobs = nullptr);
 
 void write_plan(const Plan& plan, const std::filesystem::path& path);
 // A kareus-plan-set file (`{"format": "kareus-plan-set", "version": 1, "plans": [...]}`), each plan

@@ -102,7 +102,7 @@ void check_instruction(const PlannedInstruction& ins, const std::string& path, c
                      fmt::format("{} MHz is outside {}'s SM clocks, {}..{} MHz", ins.freq_mhz, gpu->name,
                                  gpu->min_clock_mhz, gpu->max_clock_mhz));
   }
-  const InstructionKnobs knobs = instruction_knobs(ins.knob, path + ".knob", source);
+  const InstructionKnobs knobs = instruction_knobs(*ins.knob, path + ".knob", source);
   for (std::size_t i = 0; i < knobs.partitions.size(); ++i) {
     check_knob(knobs.partitions[i], fmt::format("{}.knob.partitions[{}]", path, i), source, gpu, slots);
   }

@@ -15,8 +15,8 @@ double sequential_share(const plan::Plan& p) {
   int total = 0, sequential = 0;
   for (const auto& stage : p.stages) {
     for (const auto& ins : stage) {
-      if (!ins.knob.is_object() || !ins.knob.contains("partitions")) continue;
-      for (const auto& part : ins.knob["partitions"]) {
+      if (!ins.knob->is_object() || !ins.knob->contains("partitions")) continue;
+      for (const auto& part : ins.knob->at("partitions")) {
         ++total;
         sequential += part.value("slot", "") == "none";
       }

@@ -13,7 +13,7 @@ std::vector<HostBoundPartition> host_bound_partitions(const Job& job, const plan
   std::vector<HostBoundPartition> out;
   for (const auto& stage : plan.stages) {
     for (const plan::PlannedInstruction& ins : stage) {
-      const plan::InstructionKnobs knobs = plan::instruction_knobs(ins.knob, "knob", "plan");
+      const plan::InstructionKnobs knobs = plan::instruction_knobs(*ins.knob, "knob", "plan");
       bool overlaps = false;
       for (const auto* list : {&knobs.recompute, &knobs.partitions}) {
         for (const plan::PartitionKnob& k : *list) overlaps = overlaps || k.slot != workload::kSequentialSlot;

@@ -93,7 +93,7 @@ std::string overlap_decisions_html(const plan::Plan& chosen, const std::vector<p
   auto count = [](const plan::Plan& p, Counts& into) {
     for (std::size_t s = 0; s < p.stages.size(); ++s) {
       for (std::size_t k = 0; k < p.stages[s].size(); ++k) {
-        const auto knobs = plan::instruction_knobs(p.stages[s][k].knob, "knob", "plan");
+        const auto knobs = plan::instruction_knobs(*p.stages[s][k].knob, "knob", "plan");
         for (const auto* list : {&knobs.partitions, &knobs.recompute}) {
           for (const plan::PartitionKnob& pk : *list) {
             into[pk.key][pk.slot == "none" ? std::string("sequential") : fmt::format("{}, {} SMs", pk.slot, pk.sms)]++;

@@ -13,7 +13,7 @@ std::optional<workload::Knob> most_used_knob(const plan::Plan& plan, std::string
   std::map<std::pair<std::string, int>, long> knob_uses;
   for (const auto& stage : plan.stages) {
     for (const plan::PlannedInstruction& ins : stage) {
-      const plan::InstructionKnobs knobs = plan::instruction_knobs(ins.knob, "knob", "plan");
+      const plan::InstructionKnobs knobs = plan::instruction_knobs(*ins.knob, "knob", "plan");
       for (const auto* list : {&knobs.partitions, &knobs.recompute}) {
         for (const plan::PartitionKnob& k : *list) {
           if (k.key != key) continue;

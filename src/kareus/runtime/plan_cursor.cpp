@@ -27,7 +27,7 @@ PlanCursor::StagePlan PlanCursor::load(const plan::Plan& plan, const std::string
   const std::vector<plan::PlannedInstruction>& instructions = loaded.instructions(stage_);
   for (std::size_t k = 0; k < instructions.size(); ++k) {
     loaded.clocks_mhz.push_back(static_cast<int>(std::lround(instructions[k].freq_mhz)));
-    loaded.knobs.push_back(plan::instruction_knobs(instructions[k].knob, field(k) + ".knob", source));
+    loaded.knobs.push_back(plan::instruction_knobs(*instructions[k].knob, field(k) + ".knob", source));
   }
   return loaded;
 }
