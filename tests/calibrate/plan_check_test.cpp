@@ -11,6 +11,8 @@
 
 #include "kareus/core/error.hpp"
 #include "kareus/evaluate/simulated.hpp"
+#include "kareus/plan/plan.hpp"
+#include "kareus/schedule/schedule.hpp"
 
 namespace kareus::calibrate {
 namespace {
@@ -185,6 +187,80 @@ TEST(ArtifactPlans, BadRowsAreNamedByFileAndLine) {
                        "Perseus,llama-3.2-3b,8,1,8,4096,1,1,0,forward,0,1410\n"
                        "Perseus,llama-3.2-3b,8,1,8,4096,1,1,1,backward,0,1410\n");
   EXPECT_THROW(read_artifact_plans(plans, swapped), InputError);
+}
+
+// Baseline plans in our own plan format, as a set and alone: each reads as the plan it holds, named
+// by its place in the file, and a Kareus plan among them stops the read at that plan.
+TEST(KareusPlans, ASetOfBaselinePlansReadsPlanByPlan) {
+  const std::string job_name = planner::evaluation_config_names().front();
+  const Job job = planner::evaluation_config(job_name);
+  const int stages = job.parallel.pp, microbatches = job.parallel.microbatches;
+  const auto order = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, stages, microbatches);
+  auto make = [&](Method method, double freq_mhz, double time_s) {
+    plan::Plan p;
+    p.num_stages = stages;
+    p.num_microbatches = microbatches;
+    p.p_blocking_w = 85;
+    p.unit_time_s = 1e-3;
+    p.energy_scope = plan::energy_scope_for(stages);
+    p.time_s = time_s;
+    p.energy_j = 1000 * time_s;
+    p.source = {{"method", std::string(planner::to_string(method))}, {"job", job_name}};
+    for (int s = 0; s < stages; ++s) {
+      auto& list = p.stages.emplace_back();
+      for (const schedule::Instruction& i : order.stage_order(s)) {
+        list.push_back({i.type, i.microbatch, freq_mhz + 15 * s, SharedJson(), 0.01, 2.0});
+      }
+    }
+    return p;
+  };
+  const std::vector<plan::Plan> set{make(Method::kPerseus, 1200, 5.0), make(Method::kMegatron, 1410, 4.5),
+                                    make(Method::kNanobatching, 1005, 5.5)};
+  const auto path = write("set.json", "");
+  plan::write_plan_set(set, {0, 4, 9}, path);
+  const std::vector<ReferencePlan> read = read_kareus_plans(path);
+  ASSERT_EQ(read.size(), set.size());
+  for (std::size_t k = 0; k < set.size(); ++k) {
+    EXPECT_EQ(read[k].source, plan::plan_source(path, k));
+    EXPECT_EQ(planner::to_string(read[k].method), set[k].source.at("method").get<std::string>());
+    EXPECT_EQ(read[k].job.name, job.name);
+    EXPECT_EQ(read[k].time_s, set[k].time_s);
+    EXPECT_EQ(read[k].energy_j, set[k].energy_j);
+    ASSERT_EQ(read[k].stages.size(), set[k].stages.size());
+    for (std::size_t s = 0; s < set[k].stages.size(); ++s) {
+      ASSERT_EQ(read[k].stages[s].size(), set[k].stages[s].size());
+      for (std::size_t i = 0; i < set[k].stages[s].size(); ++i) {
+        EXPECT_EQ(read[k].stages[s][i].type, set[k].stages[s][i].type);
+        EXPECT_EQ(read[k].stages[s][i].microbatch, set[k].stages[s][i].microbatch);
+        EXPECT_EQ(read[k].stages[s][i].freq_mhz, set[k].stages[s][i].freq_mhz);
+      }
+    }
+  }
+
+  const auto alone = write("alone.json", "");
+  plan::write_plan(set[1], alone);
+  const std::vector<ReferencePlan> one = read_kareus_plans(alone);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].source, alone.string());
+  EXPECT_EQ(one[0].method, Method::kMegatron);
+
+  std::vector<plan::Plan> with_kareus = set;
+  with_kareus[2].source["method"] = "Kareus";
+  plan::write_plan_set(with_kareus, {0, 4, 9}, path);
+  try {
+    read_kareus_plans(path);
+    FAIL() << "a Kareus plan was read as a baseline's";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(plan::plan_source(path, 2) + ": field 'source.method'"), std::string::npos)
+        << e.what();
+  }
+  const auto cut = write("cut.json", "{\"format\": \"kareus-plan-set\", \"plans\": [{\"form");
+  try {
+    read_kareus_plans(cut);
+    FAIL() << "a set cut short was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid JSON: [json.exception.parse_error"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -161,14 +161,9 @@ std::vector<ReferencePlan> read_artifact_plans(const std::filesystem::path& plan
 }
 
 std::vector<ReferencePlan> read_kareus_plans(const std::filesystem::path& path) {
-  const nlohmann::json doc = nlohmann::json::parse(read_text_file(path), nullptr, false);
-  if (doc.is_discarded()) throw InputError({path.string(), 0, 0, ""}, "not valid JSON");
-  const bool set = doc.is_object() && doc.value("format", "") == plan::kPlanSetFormat;
-  const std::size_t count = set ? doc.value("plans", nlohmann::json::array()).size() : 1;
   std::vector<ReferencePlan> out;
-  for (std::size_t i = 0; i < count; ++i) {
-    plan::Plan p = set ? plan::read_plan(path, i) : plan::read_plan(path);
-    const std::string where = plan::plan_source(path, set ? std::optional<std::size_t>(i) : std::nullopt);
+  // Each plan taken as it is read and then dropped: a long pipeline's set is gigabytes whole.
+  plan::read_plan_set(path, [&](std::size_t i, const std::string& where, plan::Plan& p) {
     plan::validate(p, where);
     const std::string method_name = p.source.is_object() ? p.source.value("method", "") : "";
     const std::string job_name = p.source.is_object() ? p.source.value("job", "") : "";
@@ -199,7 +194,8 @@ std::vector<ReferencePlan> read_kareus_plans(const std::filesystem::path& path) 
     }
     check_order(plan);
     out.push_back(std::move(plan));
-  }
+    p.stages = {};
+  });
   return out;
 }
 

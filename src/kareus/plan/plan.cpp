@@ -326,17 +326,17 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
   return plan_from_json(file.json, path.string());
 }
 
-std::vector<Plan> read_plan_set(const std::filesystem::path& path,
-                                const std::function<void(std::size_t, Plan&)>& as_read) {
+std::vector<Plan> read_plan_set(const std::filesystem::path& path, const PlanReadHook& as_read) {
   std::vector<Plan> plans;
   SharedJsonPool knobs;
   const PlanFile file = parse_plan_file(path, [&](std::size_t i, const nlohmann::json& plan) {
-    plans.push_back(plan_from_json(plan, plan_source(path, i), &knobs));
-    if (as_read) as_read(i, plans.back());
+    const std::string source = plan_source(path, i);
+    plans.push_back(plan_from_json(plan, source, &knobs));
+    if (as_read) as_read(i, source, plans.back());
   });
   if (!is_plan_set(file.json)) {
     plans.assign(1, plan_from_json(file.json, path.string()));
-    if (as_read) as_read(0, plans.front());
+    if (as_read) as_read(0, path.string(), plans.front());
     return plans;
   }
   const auto list = file.json.find("plans");

@@ -110,9 +110,10 @@ Plan read_plan(const std::filesystem::path& path, std::optional<std::size_t> ind
 std::string plan_source(const std::filesystem::path& path, std::optional<std::size_t> index = std::nullopt);
 // Every plan of a kareus-plan-set file (a frontier, as `kareus frontier --out` and `kareus plan
 // --out` write it), in file order; a single kareus-plan file reads as a set of one. `as_read`, when
-// given, takes each plan (its index and itself) as soon as it is parsed, before the next is: a
-// reader that keeps part of each plan (a pipeline rank, its stage) never holds the whole set.
-std::vector<Plan> read_plan_set(const std::filesystem::path& path,
-                                const std::function<void(std::size_t, Plan&)>& as_read = {});
+// given, takes each plan (its index, its plan_source name and itself) as soon as it is parsed,
+// before the next is: a reader that keeps part of each plan (a pipeline rank, its stage) never
+// holds the whole set.
+using PlanReadHook = std::function<void(std::size_t index, const std::string& source, Plan& plan)>;
+std::vector<Plan> read_plan_set(const std::filesystem::path& path, const PlanReadHook& as_read = {});
 
 }  // namespace kareus::plan

@@ -84,8 +84,7 @@ PlanCursor PlanCursor::open_frontier(const std::filesystem::path& path, int stag
   // Each plan checked whole as it is read, then cut to this rank's stage: a rank never holds the
   // whole set, gigabytes for a long pipeline.
   std::optional<plan::Plan> first;
-  std::vector<plan::Plan> plans = plan::read_plan_set(path, [&](std::size_t i, plan::Plan& p) {
-    const std::string where = plan::plan_source(path, i);
+  std::vector<plan::Plan> plans = plan::read_plan_set(path, [&](std::size_t, const std::string& where, plan::Plan& p) {
     plan::validate(p, where);
     if (first) plan::check_same_job(p, *first, where);
     if (stage >= 0 && static_cast<std::size_t>(stage) < p.stages.size()) {
