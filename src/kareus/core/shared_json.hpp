@@ -21,7 +21,7 @@ namespace kareus {
 class SharedJson {
  public:
   SharedJson() = default;  // null
-  SharedJson(std::nullptr_t) {}      // NOLINT(google-explicit-constructor): null, as JSON writes it
+  SharedJson(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): null, as JSON writes it
   // Explicit: `knob = {{"a", 1}}` would otherwise make the array ["a", 1], not the object.
   explicit SharedJson(nlohmann::json value);
 

@@ -129,6 +129,8 @@ std::string plan_source(const std::filesystem::path& path, std::optional<std::si
 }
 
 Plan plan_from_json(const nlohmann::json& json, const std::string& source, SharedJsonPool* knobs) {
+  SharedJsonPool own;  // a plan's instructions alone repeat its options' knobs thousands of times
+  SharedJsonPool& pool = knobs ? *knobs : own;
   Plan plan;
   if (field<std::string>(json, "format", "", source) != kPlanFormat) {
     throw InputError({source, 0, 0, "format"}, fmt::format("expected \"{}\"", kPlanFormat));
@@ -187,7 +189,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& source, Share
       ins.freq_mhz = field<double>(entry, "freq_mhz", path, source);
       ins.time_s = field<double>(entry, "time_s", path, source);
       ins.energy_j = field<double>(entry, "energy_j", path, source);
-      if (entry.contains("knob")) ins.knob = knobs ? knobs->intern(entry.at("knob")) : SharedJson(entry.at("knob"));
+      if (entry.contains("knob")) ins.knob = pool.intern(entry.at("knob"));
       list.push_back(std::move(ins));
     }
     plan.stages.push_back(std::move(list));

@@ -93,8 +93,8 @@ Plan with_stage_only(const Plan& plan, std::size_t stage);
 
 nlohmann::json to_json(const Plan& plan);
 // Throws InputError naming the JSON path at fault (e.g. stages[1].instructions[3].freq_mhz).
-// With `knobs`, an instruction's knob equal to one the pool holds shares its tree (a set's plans
-// take the same knobs thousands of times).
+// Equal knobs share one tree: within the plan, and with `knobs` with every plan read through that
+// pool (a set's plans take the same knobs thousands of times).
 Plan plan_from_json(const nlohmann::json& json, const std::string& source, SharedJsonPool* knobs = nullptr);
 
 void write_plan(const Plan& plan, const std::filesystem::path& path);
