@@ -143,6 +143,34 @@ RC_GTEST_PROP(ParetoProperty, FirstOfDuplicatesIsKept, ()) {
   RC_ASSERT(pareto_front(doubled) == pareto_front(points));
 }
 
+// Offered points the set weakly dominates can be let go as they come: the Pareto set of the set
+// and the offered points together is the same, point for point, with them or without them.
+RC_GTEST_PROP(WeaklyDominatedProperty, LettingThemGoKeepsTheParetoSetOfAll, ()) {
+  std::vector<TimeEnergy> front = *grid_points(8);
+  std::ranges::sort(front, {}, &TimeEnergy::time_s);  // time ascending, energies in any order
+  const auto offered = *grid_points(8);
+  const WeaklyDominated dominated(front);
+  std::vector<TimeEnergy> all = front, kept = front;
+  all.insert(all.end(), offered.begin(), offered.end());
+  for (const TimeEnergy& p : offered) {
+    const bool brute = std::any_of(front.begin(), front.end(), [&](const TimeEnergy& f) {
+      return f.time_s <= p.time_s && f.energy_j <= p.energy_j;
+    });
+    RC_ASSERT(dominated(p) == brute);
+    if (!dominated(p)) kept.push_back(p);
+  }
+  RC_ASSERT(pareto_front(kept) == pareto_front(all));
+  // And the same points of the set survive (the set comes first in both, so their indices agree).
+  auto of_the_set = [&](const std::vector<std::size_t>& indices) {
+    std::vector<std::size_t> out;
+    for (std::size_t i : indices) {
+      if (i < front.size()) out.push_back(i);
+    }
+    return out;
+  };
+  RC_ASSERT(of_the_set(pareto_indices(kept)) == of_the_set(pareto_indices(all)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // hypervolume_2d
 

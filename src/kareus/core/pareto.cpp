@@ -41,6 +41,18 @@ std::vector<TimeEnergy> pareto_front(std::span<const TimeEnergy> points) {
   return front;
 }
 
+WeaklyDominated::WeaklyDominated(std::span<const TimeEnergy> time_ascending) {
+  for (const TimeEnergy& p : time_ascending) {
+    time_s_.push_back(p.time_s);
+    least_energy_j_.push_back(least_energy_j_.empty() ? p.energy_j : std::min(p.energy_j, least_energy_j_.back()));
+  }
+}
+
+bool WeaklyDominated::operator()(const TimeEnergy& point) const {
+  const auto faster = std::upper_bound(time_s_.begin(), time_s_.end(), point.time_s) - time_s_.begin();
+  return faster > 0 && least_energy_j_[static_cast<std::size_t>(faster - 1)] <= point.energy_j;
+}
+
 double hypervolume_2d(std::span<const TimeEnergy> points, const TimeEnergy& reference) {
   double volume = 0;
   double previous_energy = reference.energy_j;

@@ -29,6 +29,20 @@ std::vector<std::size_t> pareto_indices(std::span<const TimeEnergy> points);
 // The non-dominated points, time ascending.
 std::vector<TimeEnergy> pareto_front(std::span<const TimeEnergy> points);
 
+// Whether a point of a set (time ascending) is as fast and as frugal as a given point: then
+// pareto_indices drops the given point wherever it comes after the set, so points offered to a front
+// one at a time can be let go as they come without changing the Pareto set of the front and the
+// others together.
+class WeaklyDominated {
+ public:
+  explicit WeaklyDominated(std::span<const TimeEnergy> time_ascending);
+  bool operator()(const TimeEnergy& point) const;
+
+ private:
+  std::vector<double> time_s_;
+  std::vector<double> least_energy_j_;  // of the points up to each
+};
+
 // Area dominated by `points` and bounded by `reference` (points beyond it contribute nothing).
 double hypervolume_2d(std::span<const TimeEnergy> points, const TimeEnergy& reference);
 

@@ -208,9 +208,15 @@ class KareusStrategy final : public MethodStrategy {
   // The baselines' plans mapped onto Kareus's options (no slower, no costlier per instruction),
   // whatever is not dominated kept. A baseline a table cannot run (the Kareus artifact's profiles
   // never measure the sequential knob) is left out: Kareus then plans from what was measured.
+  // A mapped plan that a plan of Kareus's own front dominates or equals is dropped as it is made, and
+  // one baseline's front is let go before the next is solved: on a long pipeline each front holds
+  // tens of thousands of plans of an option per instruction (hundreds of MB), and most mapped plans
+  // are dominated. What is kept is what the Pareto filter of all of them together keeps.
   void merge(MethodResult& result, MethodRun& run) const override {
     schedule::InstructionDag dag(result.pipeline_schedule(run.job));
-    std::vector<FrontierPoint> all = result.frontier;
+    const std::vector<TimeEnergy> own = result.points();  // time ascending
+    const WeaklyDominated dominated_by_own(own);
+    std::vector<FrontierPoint> mapped_plans;
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
       const MethodStrategy& strategy = strategy_for(baseline);
       if (strategy.unsupported_reason(run.job, run.evaluator, run.options)) continue;
@@ -218,18 +224,21 @@ class KareusStrategy final : public MethodStrategy {
       for (const FrontierPoint& p : other.frontier) {
         auto mapped = dominating_assignment(other.table, result.table, dag, p.assignment, result.p_static_w);
         KAREUS_CHECK(mapped.has_value(), fmt::format("a {} plan has no counterpart among Kareus's options", to_string(baseline)));
+        const TimeEnergy te = pipeline::evaluate_assignment(result.table, dag, *mapped, result.p_static_w);
+        if (dominated_by_own(te)) continue;
         FrontierPoint q;
         q.assignment = std::move(*mapped);
-        const TimeEnergy te = pipeline::evaluate_assignment(result.table, dag, q.assignment, result.p_static_w);
         q.time_s = q.planned_time_s = te.time_s;
         q.energy_j = q.model_energy_j = te.energy_j;
-        all.push_back(std::move(q));
+        mapped_plans.push_back(std::move(q));
       }
     }
-    std::vector<TimeEnergy> te;
-    for (const auto& p : all) te.push_back(p.time_energy());
+    std::vector<TimeEnergy> te = own;
+    for (const FrontierPoint& q : mapped_plans) te.push_back(q.time_energy());
     std::vector<FrontierPoint> front;
-    for (std::size_t i : pareto_indices(te)) front.push_back(all[i]);
+    for (std::size_t i : pareto_indices(te)) {
+      front.push_back(std::move(i < own.size() ? result.frontier[i] : mapped_plans[i - own.size()]));
+    }
     result.frontier = std::move(front);
   }
 
