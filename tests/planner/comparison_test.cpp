@@ -7,6 +7,7 @@
 #include <chrono>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "kareus/core/error.hpp"
@@ -102,6 +103,31 @@ TEST(Comparison, MethodsRunSideBySideOnlyWhereTheEvaluatorMayBeAskedAtOnce) {
       const MethodResult alone = run_method(kAllMethods[i], job, a100(), options);
       EXPECT_EQ(runs.results[i].points(), alone.points()) << to_string(kAllMethods[i]) << " " << thread_safe;
     }
+  }
+}
+
+// A caller that keeps only part of each result gets each once, at its place, as run_methods would hold it.
+TEST(Comparison, EachMethodsResultIsHandedOverOnceAtItsPlace) {
+  const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  const evaluate::Evaluator evaluator = a100();
+  std::mutex mutex;
+  std::vector<std::vector<TimeEnergy>> points(std::size(kAllMethods));
+  std::vector<int> handed(std::size(kAllMethods), 0);
+  const std::vector<LeftOut> left_out =
+      for_each_method(kAllMethods, job, evaluator, options, [&](std::size_t i, MethodResult&& result) {
+        std::lock_guard lock(mutex);
+        ASSERT_LT(i, handed.size());
+        ++handed[i];
+        EXPECT_EQ(result.method, kAllMethods[i]);
+        points[i] = result.points();
+      });
+  EXPECT_TRUE(left_out.empty());
+  const MethodRuns runs = run_methods(kAllMethods, job, evaluator, options);
+  for (std::size_t i = 0; i < handed.size(); ++i) {
+    EXPECT_EQ(handed[i], 1) << to_string(kAllMethods[i]);
+    EXPECT_EQ(points[i], runs.results[i].points()) << to_string(kAllMethods[i]);
   }
 }
 

@@ -1,6 +1,8 @@
 #include "kareus/planner/baselines.hpp"
 
 #include <chrono>
+#include <iterator>
+#include <optional>
 
 namespace kareus::planner {
 
@@ -19,9 +21,16 @@ BaselineComparison compare_with_baselines(const Job& job, const evaluate::Evalua
   PlannerOptions quiet = options;
   quiet.journal_dir.reset();  // the baselines' fixed knobs are not Kareus's search
   constexpr Method kBaselines[] = {Method::kMegatron, Method::kPerseus, Method::kNanobatching};
-  MethodRuns runs = run_methods(kBaselines, job, evaluator, quiet);
-  for (const LeftOut& l : runs.left_out) out.left_out.push_back(std::string(to_string(l.method)) + ": " + l.reason);
-  for (const MethodResult& r : runs.results) out.baselines.push_back({r.method, r.points()});
+  // Their frontiers' points alone: Kareus's plans are held meanwhile.
+  std::vector<std::optional<BaselineFrontier>> fronts(std::size(kBaselines));
+  for (const LeftOut& l : for_each_method(kBaselines, job, evaluator, quiet, [&](std::size_t i, MethodResult&& r) {
+         fronts[i] = BaselineFrontier{r.method, r.points()};
+       })) {
+    out.left_out.push_back(std::string(to_string(l.method)) + ": " + l.reason);
+  }
+  for (std::optional<BaselineFrontier>& f : fronts) {
+    if (f) out.baselines.push_back(std::move(*f));
+  }
   if (const BaselineFrontier* megatron = find_baseline(out, Method::kMegatron)) {
     const TimeEnergy& m = megatron->points.front();
     out.vs_megatron = Saving{100 * (1 - chosen.energy_j / m.energy_j), 100 * (1 - chosen.time_s / m.time_s)};

@@ -129,13 +129,14 @@ MethodResult run_method(Method method, const Job& job, const evaluate::Evaluator
   return run_strategy(strategy, run);
 }
 
-MethodRuns run_methods(std::span<const Method> methods, const Job& job, const evaluate::Evaluator& evaluator,
-                       const PlannerOptions& options) {
-  MethodRuns out;
+std::vector<LeftOut> for_each_method(std::span<const Method> methods, const Job& job,
+                                     const evaluate::Evaluator& evaluator, const PlannerOptions& options,
+                                     const std::function<void(std::size_t index, MethodResult&& result)>& take) {
+  std::vector<LeftOut> left_out;
   std::vector<Method> runnable;
   for (Method m : methods) {
     if (auto reason = unsupported_reason(m, job, evaluator, options)) {
-      out.left_out.push_back({m, std::move(*reason)});
+      left_out.push_back({m, std::move(*reason)});
     } else {
       runnable.push_back(m);
     }
@@ -143,14 +144,24 @@ MethodRuns run_methods(std::span<const Method> methods, const Job& job, const ev
   // Side by side where the evaluator may be asked from several threads (a model, a table): each
   // method's relaxation bound runs on one thread for most of its time on a long pipeline. One after
   // another on a device, where two methods' measurements at once would share its GPUs.
-  std::vector<std::optional<MethodResult>> results(runnable.size());
-  auto run = [&](std::size_t i) { results[i] = run_method(runnable[i], job, evaluator, options); };
+  auto run = [&](std::size_t i) { take(i, run_method(runnable[i], job, evaluator, options)); };
   if (evaluator.thread_safe()) {
     parallel_for(std::size_t{0}, runnable.size(), run);
   } else {
     for (std::size_t i = 0; i < runnable.size(); ++i) run(i);
   }
-  for (std::optional<MethodResult>& r : results) out.results.push_back(std::move(*r));
+  return left_out;
+}
+
+MethodRuns run_methods(std::span<const Method> methods, const Job& job, const evaluate::Evaluator& evaluator,
+                       const PlannerOptions& options) {
+  std::vector<std::optional<MethodResult>> results(methods.size());
+  MethodRuns out;
+  out.left_out = for_each_method(methods, job, evaluator, options,
+                                 [&](std::size_t i, MethodResult&& result) { results[i] = std::move(result); });
+  for (std::optional<MethodResult>& r : results) {
+    if (r) out.results.push_back(std::move(*r));
+  }
   return out;
 }
 

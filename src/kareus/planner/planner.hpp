@@ -124,6 +124,13 @@ struct MethodRuns {
 // others are left out with why.
 MethodRuns run_methods(std::span<const Method> methods, const Job& job, const evaluate::Evaluator& evaluator,
                        const PlannerOptions& options);
+// The same, each result handed to `take` as soon as it is made (on the thread that made it, with its
+// place among the methods that run) instead of held until all have run: a caller that keeps less of
+// a result, such as its frontier's points, then never holds every method's plans at once (on a long
+// pipeline a front's plans take hundreds of MB). Returns the methods left out.
+std::vector<LeftOut> for_each_method(std::span<const Method> methods, const Job& job,
+                                     const evaluate::Evaluator& evaluator, const PlannerOptions& options,
+                                     const std::function<void(std::size_t index, MethodResult&& result)>& take);
 
 // The option table of a baseline (Megatron-LM, Perseus or Nanobatching+Perseus): every partition
 // at the method's knob at each clock of options.search.grid, or of a table's own clocks
