@@ -99,6 +99,33 @@ TEST(PlanCursor, AFrontierIsOneJobsPlansAndSwitchesOnlyAtTheNamedIteration) {
       testing::input_error_of([&] { PlanCursor({fast}, 1, 0, nullptr, "s.json"); }).empty());
 }
 
+// A knob tree shared by instructions, across the frontier's plans, is decoded once; an equal knob of
+// a tree of its own decodes to the same knobs.
+TEST(PlanCursor, InstructionsOfOneKnobTreeShareItsDecodedKnobs) {
+  const SharedJson shared(nlohmann::json{{"partitions", {{{"key", "bwd_mlp"}, {"slot", "linear_1"}, {"sms", 9}}}}});
+  const SharedJson equal(*shared);
+  ASSERT_NE(&*shared, &*equal);
+  plan::Plan fast = make_test_plan(), slow = make_test_plan();
+  slow.time_s = 2, slow.energy_j = 80;
+  for (plan::Plan* p : {&fast, &slow}) {
+    p->stages[1][0].knob = shared;
+    p->stages[1][1].knob = shared;
+    p->stages[1][2].knob = equal;
+  }
+  PlanCursor cursor({fast, slow}, 0, 1, nullptr, "plans.json");
+  const CommKnobs& first = cursor.knobs(0);
+  ASSERT_EQ(first.partitions.size(), 1u);
+  EXPECT_EQ(first.partitions[0].sms, 9);
+  EXPECT_EQ(&cursor.knobs(1), &first);
+  EXPECT_EQ(cursor.knobs(2), first);
+  EXPECT_TRUE(cursor.knobs(3).empty());
+  for (int k = 0; k < 4; ++k) cursor.on_instruction_begin(cursor.instruction(static_cast<std::size_t>(k)).type);
+  cursor.set_target_time(2.0, 1);
+  cursor.on_step_end();
+  ASSERT_EQ(cursor.plan_index(), 1u);
+  EXPECT_EQ(&cursor.knobs(0), &first) << "the slow plan's instruction takes the same tree";
+}
+
 TEST(PlanCursor, TypeMismatchNamesThePosition) {
   PlanCursor cursor(make_test_plan(), 1, nullptr, "plan.json");
   cursor.on_instruction_begin("forward");  // stage 1 of 2 in 1F1B: F0 B0 F1 B1

@@ -14,7 +14,7 @@
 
 namespace kareus::runtime {
 
-PlanCursor::StagePlan PlanCursor::load(const plan::Plan& plan, const std::string& source) const {
+PlanCursor::StagePlan PlanCursor::load(const plan::Plan& plan, const std::string& source, DecodedKnobs& decoded) const {
   if (stage_ < 0 || stage_ >= static_cast<int>(plan.stages.size())) {
     throw InputError({source, 0, 0, "stages"},
                      fmt::format("stage {} is not in the plan, which has {} stage{}", stage_,
@@ -27,7 +27,10 @@ PlanCursor::StagePlan PlanCursor::load(const plan::Plan& plan, const std::string
   const std::vector<plan::PlannedInstruction>& instructions = loaded.instructions(stage_);
   for (std::size_t k = 0; k < instructions.size(); ++k) {
     loaded.clocks_mhz.push_back(static_cast<int>(std::lround(instructions[k].freq_mhz)));
-    loaded.knobs.push_back(plan::instruction_knobs(*instructions[k].knob, field(k) + ".knob", source));
+    const nlohmann::json& knob = *instructions[k].knob;
+    std::shared_ptr<const CommKnobs>& knobs = decoded[&knob];
+    if (!knobs) knobs = std::make_shared<const CommKnobs>(plan::instruction_knobs(knob, field(k) + ".knob", source));
+    loaded.knobs.push_back(knobs);
   }
   return loaded;
 }
@@ -36,7 +39,8 @@ PlanCursor::PlanCursor(const plan::Plan& plan, int stage, FrequencyController* c
                        std::string source)
     : stage_(stage), controller_(controller), source_(std::move(source)) {
   plan::validate(plan, source_);
-  plans_.push_back(load(plan, source_));
+  DecodedKnobs decoded;
+  plans_.push_back(load(plan, source_, decoded));
 }
 
 PlanCursor::PlanCursor(const std::vector<plan::Plan>& frontier, std::size_t start, int stage,
@@ -58,8 +62,9 @@ void PlanCursor::load_frontier(const std::vector<plan::Plan>& frontier, std::siz
                      fmt::format("start plan {} is out of range: the frontier holds {}", start,
                                  frontier.size()));
   }
+  DecodedKnobs decoded;
   for (std::size_t i = 0; i < frontier.size(); ++i) {
-    plans_.push_back(load(frontier[i], fmt::format("{} plans[{}]", source_, i)));
+    plans_.push_back(load(frontier[i], fmt::format("{} plans[{}]", source_, i), decoded));
   }
   plan_index_ = start;
 }
@@ -145,7 +150,7 @@ const plan::PlannedInstruction& PlanCursor::instruction(std::size_t position) co
 
 const CommKnobs& PlanCursor::knobs(std::size_t position) const {
   instruction(position);  // range check
-  return current().knobs[position];
+  return *current().knobs[position];
 }
 
 std::string PlanCursor::field(std::size_t position) const {
@@ -214,7 +219,7 @@ const CommKnobs& PlanCursor::on_instruction_begin(schedule::OptionSlot type,
   } else if (controller_) {
     controller_->request_sm_clock(clock_mhz);
   }
-  return p.knobs[position_++];
+  return *p.knobs[position_++];
 }
 
 void PlanCursor::set_stream(std::shared_ptr<StreamMarker> stream, std::shared_ptr<FrequencyController> controller_owner) {

@@ -40,6 +40,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kareus/plan/plan.hpp"
@@ -130,10 +131,14 @@ class PlanCursor {
     const std::vector<plan::PlannedInstruction>& instructions(int stage) const {
       return plan.stages[static_cast<std::size_t>(stage)];
     }
-    std::vector<CommKnobs> knobs;
+    // Shared by the instructions whose knob is one tree (plan::SharedJson): a frontier's plans take
+    // the same few hundred knobs tens of thousands of times.
+    std::vector<std::shared_ptr<const CommKnobs>> knobs;
     std::vector<int> clocks_mhz;
   };
-  StagePlan load(const plan::Plan& plan, const std::string& source) const;
+  // Each knob tree's decoded knobs, while plans are loaded.
+  using DecodedKnobs = std::unordered_map<const nlohmann::json*, std::shared_ptr<const CommKnobs>>;
+  StagePlan load(const plan::Plan& plan, const std::string& source, DecodedKnobs& decoded) const;
   const StagePlan& current() const { return plans_[plan_index_]; }
   void apply_due_switch();
   std::string describe(std::size_t position) const;
