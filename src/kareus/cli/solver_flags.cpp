@@ -19,7 +19,7 @@ void add_no_relaxation_plans_flag(CLI::App& cmd, bool& value) {
   cmd.add_flag("--no-relaxation-plans", value,
                "Solve every method's frontier without the relaxation's plans (docs/solver.md): faster on very "
                "long pipelines, where the relaxation's bound costs several times the solve (Llama 3.3 70B, "
-               "interleaved PP 16, 10,240 instructions: compare 64 s against 215 s), but further from the exact "
+               "interleaved PP 16, 10,240 instructions: compare 31 s against 159 s), but further from the exact "
                "frontier near the fastest plans");
 }
 
