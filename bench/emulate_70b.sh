@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cluster-scale emulation: Llama 3.3 70B, TP 8, 16 data-parallel pipelines, PP 8 and 16, 1F1B,
 # interleaved and ZB-H1, planned from per-layer partition costs on the simulated A100 (a model, not
-# a measurement) by `kareus compare` with stragglers 1.05-1.5. About 7 minutes on 2 cores.
+# a measurement) by `kareus compare` with stragglers 1.05-1.5. About 3.5 minutes on 2 cores.
 #
 # Usage: bench/emulate_70b.sh [BUILD_DIR]
 # Writes BUILD_DIR/emulate_70b/<config>/ (compare.csv, compare.json, stragglers.csv) and
