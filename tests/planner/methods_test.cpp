@@ -1,7 +1,11 @@
 #include "kareus/planner/methods.hpp"
 
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <set>
 #include <thread>
 
 #include "kareus/evaluate/simulated.hpp"
@@ -43,6 +47,59 @@ TEST(Methods, TwoRunsSharingAnEvaluatorCountTheirOwnMeasurements) {
   EXPECT_EQ(together[0], alone[0]);
   EXPECT_EQ(together[1], alone[1]);
   EXPECT_EQ(static_cast<std::int64_t>(alone[0] + alone[1]), shared.calls() - shared.failures());
+}
+
+// Kareus's front thinned to a few plans at random stands for an own solve that missed most of the
+// frontier: the baselines' plans joined back make it weakly dominate theirs again, each plan it
+// then holds is a plan of Kareus's table at the time and energy it states, it is a Pareto set, and
+// every thinned plan it let go is dominated by one it holds. (On the jobs of the tests Kareus's own
+// front already dominates every mapped plan, so only a thinned one shows the join at work.)
+RC_GTEST_PROP(BaselinePlansJoin, AThinnedFrontWithTheBaselinesPlansJoinedDominatesThemAgain, ()) {
+  struct Results {
+    Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+    MethodResult kareus, perseus, nanobatching;
+  };
+  static const Results r = [] {
+    Results results;
+    const evaluate::Evaluator evaluator =
+        evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+    const PlannerOptions options;
+    results.kareus = run_method(Method::kKareus, results.job, evaluator, options);
+    results.perseus = run_method(Method::kPerseus, results.job, evaluator, options);
+    results.nanobatching = run_method(Method::kNanobatching, results.job, evaluator, options);
+    return results;
+  }();
+  const std::size_t size = r.kareus.frontier.size();
+  const auto picked = *rc::gen::container<std::set<std::size_t>>(
+      *rc::gen::inRange<std::size_t>(0, 6), rc::gen::inRange<std::size_t>(0, size));
+  MethodResult thinned = r.kareus;
+  thinned.frontier.clear();
+  for (std::size_t i : picked) thinned.frontier.push_back(r.kareus.frontier[i]);
+  const std::vector<TimeEnergy> kept = thinned.points();
+
+  const schedule::InstructionDag dag(thinned.pipeline_schedule(r.job));
+  BaselinePlansJoin join(thinned, dag);
+  join.add(r.perseus);
+  join.add(r.nanobatching);
+  join.finish();
+
+  const std::vector<TimeEnergy> joined = thinned.points();
+  RC_ASSERT(!joined.empty());
+  for (std::size_t i = 0; i < joined.size(); ++i) {
+    const TimeEnergy te = pipeline::evaluate_assignment(thinned.table, dag, thinned.frontier[i].assignment,
+                                                        thinned.p_static_w);
+    RC_ASSERT(std::abs(te.time_s - joined[i].time_s) <= 1e-12 * te.time_s);
+    RC_ASSERT(std::abs(te.energy_j - joined[i].energy_j) <= 1e-12 * te.energy_j);
+    if (i > 0) RC_ASSERT(joined[i - 1].time_s < joined[i].time_s && joined[i - 1].energy_j > joined[i].energy_j);
+  }
+  auto dominated = [&](const TimeEnergy& p) {
+    const auto energy = min_energy_within_time(joined, p.time_s * (1 + 1e-9));
+    return energy && *energy <= p.energy_j * (1 + 1e-9);
+  };
+  for (const MethodResult* baseline : {&r.perseus, &r.nanobatching}) {
+    for (const TimeEnergy& p : baseline->points()) RC_ASSERT(dominated(p));
+  }
+  for (const TimeEnergy& p : kept) RC_ASSERT(dominated(p));
 }
 
 }  // namespace

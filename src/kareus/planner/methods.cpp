@@ -244,42 +244,19 @@ class KareusStrategy final : public MethodStrategy {
     return points;
   }
 
-  // The baselines' plans mapped onto Kareus's options (no slower, no costlier per instruction),
-  // whatever is not dominated kept. A baseline a table cannot run (the Kareus artifact's profiles
-  // never measure the sequential knob) is left out: Kareus then plans from what was measured.
-  // A mapped plan that a plan of Kareus's own front dominates or equals is dropped as it is made, and
-  // one baseline's front is let go before the next is solved: on a long pipeline each front holds
-  // tens of thousands of plans of an option per instruction (hundreds of MB), and most mapped plans
-  // are dominated. What is kept is what the Pareto filter of all of them together keeps.
+  // The baselines' plans mapped onto Kareus's options (BaselinePlansJoin). A baseline a table
+  // cannot run (the Kareus artifact's profiles never measure the sequential knob) is left out:
+  // Kareus then plans from what was measured. Each baseline's result goes before the next is
+  // solved: on a long pipeline each front holds tens of thousands of plans (hundreds of MB).
   void merge(MethodResult& result, MethodRun& run) const override {
-    schedule::InstructionDag dag(result.pipeline_schedule(run.job));
-    const std::vector<TimeEnergy> own = result.points();  // time ascending
-    const WeaklyDominated dominated_by_own(own);
-    std::vector<FrontierPoint> mapped_plans;
+    const schedule::InstructionDag dag(result.pipeline_schedule(run.job));
+    BaselinePlansJoin join(result, dag);
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
       const MethodStrategy& strategy = strategy_for(baseline);
       if (strategy.unsupported_reason(run.job, run.evaluator, run.options)) continue;
-      const MethodResult other = run_strategy(strategy, run);  // the knobs Kareus measured, reused
-      DominatingOptions dominating(other.table, result.table, dag, result.p_static_w);
-      for (const FrontierPoint& p : other.frontier) {
-        auto mapped = dominating.map(p.assignment);
-        KAREUS_CHECK(mapped.has_value(), fmt::format("a {} plan has no counterpart among Kareus's options", to_string(baseline)));
-        const TimeEnergy te = pipeline::evaluate_assignment(result.table, dag, *mapped, result.p_static_w);
-        if (dominated_by_own(te)) continue;
-        FrontierPoint q;
-        q.assignment = std::move(*mapped);
-        q.time_s = q.planned_time_s = te.time_s;
-        q.energy_j = q.model_energy_j = te.energy_j;
-        mapped_plans.push_back(std::move(q));
-      }
+      join.add(run_strategy(strategy, run));  // the knobs Kareus measured, reused
     }
-    std::vector<TimeEnergy> te = own;
-    for (const FrontierPoint& q : mapped_plans) te.push_back(q.time_energy());
-    std::vector<FrontierPoint> front;
-    for (std::size_t i : pareto_indices(te)) {
-      front.push_back(std::move(i < own.size() ? result.frontier[i] : mapped_plans[i - own.size()]));
-    }
-    result.frontier = std::move(front);
+    join.finish();
   }
 
  private:
@@ -304,6 +281,38 @@ class KareusStrategy final : public MethodStrategy {
 };
 
 }  // namespace
+
+BaselinePlansJoin::BaselinePlansJoin(MethodResult& kareus, const schedule::InstructionDag& dag)
+    : kareus_(kareus), dag_(dag), own_(kareus.points()), dominated_by_own_(own_) {}
+
+void BaselinePlansJoin::add(const MethodResult& baseline) {
+  KAREUS_CHECK(!finished_, "a finished join takes no more plans");
+  DominatingOptions dominating(baseline.table, kareus_.table, dag_, kareus_.p_static_w);
+  for (const FrontierPoint& p : baseline.frontier) {
+    auto mapped = dominating.map(p.assignment);
+    KAREUS_CHECK(mapped.has_value(),
+                 fmt::format("a {} plan has no counterpart among Kareus's options", to_string(baseline.method)));
+    const TimeEnergy te = pipeline::evaluate_assignment(kareus_.table, dag_, *mapped, kareus_.p_static_w);
+    if (dominated_by_own_(te)) continue;
+    FrontierPoint q;
+    q.assignment = std::move(*mapped);
+    q.time_s = q.planned_time_s = te.time_s;
+    q.energy_j = q.model_energy_j = te.energy_j;
+    mapped_.push_back(std::move(q));
+  }
+}
+
+void BaselinePlansJoin::finish() {
+  KAREUS_CHECK(!finished_, "a join finishes once");
+  finished_ = true;
+  std::vector<TimeEnergy> te = own_;
+  for (const FrontierPoint& q : mapped_) te.push_back(q.time_energy());
+  std::vector<FrontierPoint> front;
+  for (std::size_t i : pareto_indices(te)) {
+    front.push_back(std::move(i < own_.size() ? kareus_.frontier[i] : mapped_[i - own_.size()]));
+  }
+  kareus_.frontier = std::move(front);
+}
 
 compose::PartitionPoint MethodRun::measure(const workload::Partition& partition, const workload::Knob& knob) {
   if (auto it = cache_.find({partition.key, knob}); it != cache_.end()) return it->second;

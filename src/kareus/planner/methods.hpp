@@ -17,7 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "kareus/core/pareto.hpp"
 #include "kareus/planner/planner.hpp"
+#include "kareus/schedule/dag.hpp"
 
 namespace kareus::planner {
 
@@ -63,6 +65,34 @@ class MethodStrategy {
                                                                 MethodResult& result) const = 0;
   // After solving: what else enters the frontier (Kareus: the baselines' plans). Default: nothing.
   virtual void merge(MethodResult& /*result*/, MethodRun& /*run*/) const {}
+};
+
+// Kareus's frontier joined with the baselines' plans, each mapped onto Kareus's options: every
+// instruction takes the option of least effective energy among those of its operation no slower than
+// its own, so the mapped plan is no slower and no costlier than the baseline's (its options are
+// among Kareus's, KareusStrategy makes sure). With them Kareus's frontier weakly dominates the
+// baselines' by construction, whatever its own solve missed. A mapped plan that a plan of Kareus's
+// own front dominates or equals is dropped as it is made (most are); what finish() keeps is what
+// the Pareto filter of all of them together keeps.
+// Example:
+//   BaselinePlansJoin join(kareus, dag);
+//   join.add(perseus);  join.add(nanobatching);  join.finish();
+class BaselinePlansJoin {
+ public:
+  // `kareus` and `dag` (its pipeline's) must outlive the join; its frontier changes at finish().
+  BaselinePlansJoin(MethodResult& kareus, const schedule::InstructionDag& dag);
+  // Maps `baseline`'s plans (of the same job and schedule); it may go once added.
+  void add(const MethodResult& baseline);
+  // Kareus's frontier becomes the Pareto set of its own plans and those kept, time ascending.
+  void finish();
+
+ private:
+  MethodResult& kareus_;
+  const schedule::InstructionDag& dag_;
+  std::vector<TimeEnergy> own_;  // Kareus's own front, time ascending
+  WeaklyDominated dominated_by_own_;
+  std::vector<pipeline::FrontierPoint> mapped_;
+  bool finished_ = false;
 };
 
 const MethodStrategy& strategy_for(Method method);
