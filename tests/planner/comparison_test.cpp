@@ -154,5 +154,23 @@ TEST(Comparison, TheReferenceIsPerseusElseTheFirstBaselineThatRan) {
   EXPECT_EQ(reference_method(kareus), std::nullopt);
 }
 
+// Kareus's search measures the baselines' knobs too (they are among its options), so a comparison
+// asks the evaluator (on a GPU, ten seconds a knob) no more than Kareus alone does, while each method
+// still reports the measurements it needed, as it would alone.
+TEST(Comparison, EachKnobIsMeasuredOnceAcrossTheMethods) {
+  const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  const evaluate::Evaluator kareus_alone = a100();
+  (void)run_method(Method::kKareus, job, kareus_alone, options);
+  const evaluate::Evaluator evaluator = a100();
+  const JobComparison c = compare_methods(job, evaluator, options, {});
+  EXPECT_EQ(evaluator.calls(), kareus_alone.calls());
+  ASSERT_EQ(c.methods.size(), std::size(kAllMethods));
+  for (const MethodComparison& m : c.methods) {
+    EXPECT_EQ(m.measurements, run_method(m.method, job, a100(), options).measurements) << to_string(m.method);
+  }
+}
+
 }  // namespace
 }  // namespace kareus::planner

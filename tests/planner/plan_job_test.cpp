@@ -34,5 +34,19 @@ TEST(PlanJob, TheSetHoldsTheChosenPlanAndAtMostTheAskedCountBesides) {
   EXPECT_EQ(with.baselines->baselines.size(), 3u);
 }
 
+// The baselines costed beside the plan take their knobs from what Kareus's search measured.
+TEST(PlanJob, TheBaselinesMeasureNothingKareusMeasured) {
+  const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  const evaluate::Evaluator kareus_alone = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  (void)run_method(Method::kKareus, job, kareus_alone, options);
+  const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  const JobPlan p = plan_job(job, evaluator, options, {});
+  ASSERT_TRUE(p.baselines.has_value());
+  EXPECT_EQ(p.baselines->baselines.size(), 3u);
+  EXPECT_EQ(evaluator.calls(), kareus_alone.calls());
+}
+
 }  // namespace
 }  // namespace kareus::planner

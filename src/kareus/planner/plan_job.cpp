@@ -1,5 +1,6 @@
 #include "kareus/planner/plan_job.hpp"
 
+#include "kareus/evaluate/remembered.hpp"
 #include "kareus/planner/make_plan.hpp"
 
 #include <algorithm>
@@ -11,7 +12,9 @@ JobPlan plan_job(const Job& job, const evaluate::Evaluator& evaluator, const Pla
                  const PlanRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   JobPlan out;
-  out.kareus = run_method(Method::kKareus, job, evaluator, options);
+  // The baselines' knobs are among those Kareus's search measures: measured once (evaluate/remembered.hpp).
+  const evaluate::Evaluator once = evaluate::remember_measurements(evaluator);
+  out.kareus = run_method(Method::kKareus, job, once, options);
   const std::vector<TimeEnergy> points = out.kareus.points();
   if (!out.kareus.bound) {
     out.kareus.bound.emplace(out.kareus.table, schedule::InstructionDag(out.kareus.pipeline_schedule(job)),
@@ -21,9 +24,9 @@ JobPlan plan_job(const Job& job, const evaluate::Evaluator& evaluator, const Pla
   out.target = request.target;
   out.chosen = plan::select_plan(points, request.target);
   out.chosen_plan = make_plan(out.kareus, job, out.kareus.frontier[out.chosen]);
-  out.host_bound = host_bound_partitions(job, out.chosen_plan, evaluator, options.engine);
+  out.host_bound = host_bound_partitions(job, out.chosen_plan, once, options.engine);
   if (request.baselines) {
-    out.baselines = compare_with_baselines(job, evaluator, options, out.kareus,
+    out.baselines = compare_with_baselines(job, once, options, out.kareus,
                                            {out.chosen_plan.time_s, out.chosen_plan.energy_j});
   }
   // The whole frontier can hold thousands of plans a few microseconds apart.

@@ -7,6 +7,7 @@
 
 #include "kareus/core/error.hpp"
 #include "kareus/core/parallel.hpp"
+#include "kareus/evaluate/remembered.hpp"
 #include "kareus/plan/validate.hpp"
 #include "kareus/planner/methods.hpp"
 #include "kareus/workload/zero_bubble.hpp"
@@ -144,7 +145,10 @@ std::vector<LeftOut> for_each_method(std::span<const Method> methods, const Job&
   // Side by side where the evaluator may be asked from several threads (a model, a table): each
   // method's relaxation bound runs on one thread for most of its time on a long pipeline. One after
   // another on a device, where two methods' measurements at once would share its GPUs.
-  auto run = [&](std::size_t i) { take(i, run_method(runnable[i], job, evaluator, options)); };
+  // Each knob measured once across the methods (evaluate/remembered.hpp): Kareus's search measures
+  // the baselines' knobs too.
+  const evaluate::Evaluator once = evaluate::remember_measurements(evaluator);
+  auto run = [&](std::size_t i) { take(i, run_method(runnable[i], job, once, options)); };
   if (evaluator.thread_safe()) {
     parallel_for(std::size_t{0}, runnable.size(), run);
   } else {
