@@ -34,18 +34,27 @@ TEST(PlanJob, TheSetHoldsTheChosenPlanAndAtMostTheAskedCountBesides) {
   EXPECT_EQ(with.baselines->baselines.size(), 3u);
 }
 
-// The baselines costed beside the plan take their knobs from what Kareus's search measured.
-TEST(PlanJob, TheBaselinesMeasureNothingKareusMeasured) {
+// The baselines costed beside the plan are each method's frontier as it runs alone, though Perseus's
+// and Nanobatching+Perseus's come from Kareus's merge, and their knobs from what Kareus's search
+// measured.
+TEST(PlanJob, TheBaselinesBesideThePlanAreTheirOwnFrontiersAndMeasureNothingKareusMeasured) {
   const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
   PlannerOptions options;
   options.search.mode = search::SearchMode::kExhaustive;
-  const evaluate::Evaluator kareus_alone = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  auto a100 = [] { return evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb")); };
+  const evaluate::Evaluator kareus_alone = a100();
   (void)run_method(Method::kKareus, job, kareus_alone, options);
-  const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  const evaluate::Evaluator evaluator = a100();
   const JobPlan p = plan_job(job, evaluator, options, {});
-  ASSERT_TRUE(p.baselines.has_value());
-  EXPECT_EQ(p.baselines->baselines.size(), 3u);
   EXPECT_EQ(evaluator.calls(), kareus_alone.calls());
+  ASSERT_TRUE(p.baselines.has_value());
+  ASSERT_EQ(p.baselines->baselines.size(), 3u);
+  for (const BaselineFrontier& b : p.baselines->baselines) {
+    EXPECT_EQ(b.points, run_method(b.method, job, a100(), options).points()) << to_string(b.method);
+  }
+  ASSERT_EQ(p.kareus.merged_baselines.size(), 2u);
+  EXPECT_EQ(p.kareus.merged_baselines[0].method, Method::kPerseus);
+  EXPECT_EQ(p.kareus.merged_baselines[1].method, Method::kNanobatching);
 }
 
 }  // namespace

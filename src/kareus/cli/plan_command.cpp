@@ -117,7 +117,7 @@ void print_baselines(const planner::BaselineComparison& b, const plan::Plan& cho
   // Why a baseline could not run is a diagnostic (summary.json keeps it too).
   for (const std::string& reason : b.left_out) spdlog::info("baseline left out: {}", reason);
   if (b.baselines.empty()) return;
-  fmt::print("Against the baselines (same evaluator and engine; costing them took {:.2f} s):\n", b.run_time_s);
+  fmt::print("Against the baselines (same evaluator, engine and measurements; costing them took {:.2f} s):\n", b.run_time_s);
   for (const auto& f : b.baselines) {
     fmt::print("  {:<22} {:>10.4f} s {:>12.1f} J{}\n", planner::to_string(f.method), f.points.front().time_s,
                f.points.front().energy_j, f.points.size() > 1 ? "  (fastest plan)" : "");

@@ -1,5 +1,6 @@
 #include "kareus/planner/baselines.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <iterator>
 #include <optional>
@@ -20,11 +21,23 @@ BaselineComparison compare_with_baselines(const Job& job, const evaluate::Evalua
   BaselineComparison out;
   PlannerOptions quiet = options;
   quiet.journal_dir.reset();  // the baselines' fixed knobs are not Kareus's search
-  constexpr Method kBaselines[] = {Method::kMegatron, Method::kPerseus, Method::kNanobatching};
-  // Their frontiers' points alone: Kareus's plans are held meanwhile.
-  std::vector<std::optional<BaselineFrontier>> fronts(std::size(kBaselines));
-  for (const LeftOut& l : for_each_method(kBaselines, job, evaluator, quiet, [&](std::size_t i, MethodResult&& r) {
-         fronts[i] = BaselineFrontier{r.method, r.points()};
+  // Those Kareus's merge solved are taken from it; the others solved here, their frontiers' points
+  // alone (Kareus's plans are held meanwhile).
+  std::vector<std::optional<BaselineFrontier>> fronts;
+  std::vector<Method> to_solve;
+  std::vector<std::size_t> solved_at;
+  for (Method m : {Method::kMegatron, Method::kPerseus, Method::kNanobatching}) {
+    const auto merged = std::ranges::find(kareus.merged_baselines, m, &BaselineFrontier::method);
+    if (merged != kareus.merged_baselines.end()) {
+      fronts.emplace_back(*merged);
+    } else {
+      to_solve.push_back(m);
+      solved_at.push_back(fronts.size());
+      fronts.emplace_back();
+    }
+  }
+  for (const LeftOut& l : for_each_method(to_solve, job, evaluator, quiet, [&](std::size_t i, MethodResult&& r) {
+         fronts[solved_at[i]] = BaselineFrontier{r.method, r.points()};
        })) {
     out.left_out.push_back(std::string(to_string(l.method)) + ": " + l.reason);
   }

@@ -4,7 +4,7 @@
 // are the ones `kareus compare` prints for the same job (the same methods, the same iso rules of
 // core/pareto.hpp), so the two commands agree exactly.
 //
-// Thread-safety: calls the evaluator from this thread only.
+// Thread-safety: asks the evaluator from several threads only where it is thread-safe (for_each_method).
 // Example:
 //   BaselineComparison b = compare_with_baselines(job, evaluator, options, kareus, chosen);
 //   if (b.vs_megatron) fmt::print("{:.1f}% less energy\n", b.vs_megatron->energy_saving_pct);
@@ -18,11 +18,6 @@
 #include "kareus/planner/planner.hpp"
 
 namespace kareus::planner {
-
-struct BaselineFrontier {
-  Method method = Method::kPerseus;
-  std::vector<TimeEnergy> points;  // time ascending; one point for Megatron-LM
-};
 
 struct Saving {
   double energy_saving_pct = 0;  // 100 (1 − E_kareus / E_baseline)
@@ -40,7 +35,7 @@ struct BaselineComparison {
   std::optional<double> perseus_fastest_s;
   // Kareus's frontier against Perseus's, as `kareus compare` reports them.
   std::optional<double> iso_time_energy_reduction_pct, iso_energy_time_reduction_pct;
-  double run_time_s = 0;  // what costing the baselines took
+  double run_time_s = 0;  // what costing the baselines took beyond what Kareus's merge had solved
 };
 
 BaselineComparison compare_with_baselines(const Job& job, const evaluate::Evaluator& evaluator,

@@ -254,7 +254,9 @@ class KareusStrategy final : public MethodStrategy {
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
       const MethodStrategy& strategy = strategy_for(baseline);
       if (strategy.unsupported_reason(run.job, run.evaluator, run.options)) continue;
-      join.add(run_strategy(strategy, run));  // the knobs Kareus measured, reused
+      const MethodResult other = run_strategy(strategy, run);  // the knobs Kareus measured, reused
+      result.merged_baselines.push_back({baseline, other.points()});
+      join.add(other);
     }
     join.finish();
   }

@@ -67,6 +67,12 @@ struct PlannerOptions {
   std::function<void(const std::string&)> progress;  // one line per finished partition, if set
 };
 
+// A baseline's frontier, its points alone.
+struct BaselineFrontier {
+  Method method = Method::kPerseus;
+  std::vector<TimeEnergy> points;  // time ascending; one point for Megatron-LM
+};
+
 struct MethodResult {
   Method method = Method::kKareus;
   schedule::ScheduleKind schedule = schedule::ScheduleKind::k1F1B;
@@ -82,6 +88,10 @@ struct MethodResult {
   std::size_t measurements = 0;                   // evaluator calls this method made
   std::size_t grid_knobs = 0;                     // knobs its space holds (Kareus)
   std::size_t unusable_knobs = 0;                 // a table's records its space cannot hold (Kareus)
+  // Kareus: the frontiers of the baselines whose plans its merge took in, solved on the same
+  // measurements as the baselines run alone, so a caller costing them beside it need not solve them
+  // again (compare_with_baselines).
+  std::vector<BaselineFrontier> merged_baselines;
 
   std::vector<TimeEnergy> points() const;
   // The pipeline schedule `frontier` was solved on.
