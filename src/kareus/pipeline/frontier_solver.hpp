@@ -76,8 +76,9 @@ struct SolverOptions {
   // out. Sixteen: on the composed table of llama3.2-3b-tp8-mbs8-seq4096, 8 left it 0.091% above
   // HiGHS's plans, 12, 16 and 24 0.047% (bench/results/frontier_mip.md).
   std::size_t wide_move_reach = 16;
-  // After the local search, the relaxation's bound (relaxation_bound.hpp), and its optimum where
-  // each two of its lines meet rounded to a plan, offered to the front: near the fastest plans,
+  // The relaxation's bound (relaxation_bound.hpp), computed beside the steps and the search, and
+  // its optimum where each two of its lines meet rounded to a plan, offered to the front after the
+  // local search: near the fastest plans,
   // where the budget leaves the search furthest from the exact front, they beat it (a PP 8 × 64
   // table's fastest plan by 1.2%). Frontier::bound keeps the bound. Off by default in the solver:
   // the bound costs several times the budgeted solve on long pipelines (the solve with them takes
@@ -151,7 +152,7 @@ class FrontierSolver {
   // The relaxation's optimum rounded to a plan (relaxation_bound.hpp): each node at its candidate
   // of least effective energy no slower than durations[node], slack reclaimed. No slower than the
   // relaxation's makespan; above its energy only by what each node loses to the options beside its
-  // duration, and what the reclaim wins back.
+  // duration, and what the reclaim wins back. Safe to call while the steps run.
   FrontierPoint relaxation_plan(std::span<const double> durations) const;
 
   const schedule::InstructionDag& dag() const { return dag_; }

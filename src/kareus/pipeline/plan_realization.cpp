@@ -101,7 +101,9 @@ FrontierSolver::Realized FrontierSolver::realize(const Model& model, std::vector
 }
 
 FrontierPoint FrontierSolver::relaxation_plan(std::span<const double> durations) const {
-  const std::span<const std::span<const Candidate>> candidates_of = model().candidates_of;
+  // The first model's: every model holds the same candidates (true times and energies), and the
+  // first stays where it is while the steps refine, so the relaxation may run beside them.
+  const std::span<const std::span<const Candidate>> candidates_of = first_model_->candidates_of;
   std::vector<std::size_t> chosen(dag_.num_nodes(), 0);
   for (std::size_t v = 0; v < dag_.num_nodes(); ++v) {
     // The potentials' rounding, at the makespan's scale: a hull vertex's own time may read a hair
@@ -112,7 +114,7 @@ FrontierPoint FrontierSolver::relaxation_plan(std::span<const double> durations)
       if (candidates[k].effective_energy_j < candidates[chosen[v]].effective_energy_j) chosen[v] = k;
     }
   }
-  FrontierPoint point = realize(model(), std::move(chosen)).point;
+  FrontierPoint point = realize(*first_model_, std::move(chosen)).point;
   point.planned_time_s = point.time_s;  // no step planned it
   point.model_energy_j = point.energy_j;
   return point;

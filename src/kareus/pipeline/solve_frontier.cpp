@@ -1,14 +1,17 @@
 // solve_frontier: Phillips–Dessouky's steps on this thread, their plans on a second one a batch
-// behind, the first round's moves found ahead while it waits; then the local search's rounds; then
-// the relaxation's bound and its optima rounded to plans.
+// behind, the first round's moves found ahead while it waits; then the local search's rounds; and
+// beside all of them the relaxation's bound and its optima rounded to plans, offered at the end.
 
 #include <atomic>
+#include <future>
 #include <optional>
+#include <variant>
 #include <utility>
 
 #include "kareus/pipeline/frontier_solver.hpp"
 #include "kareus/core/parallel.hpp"
 #include "kareus/pipeline/local_search.hpp"
+#include "kareus/pipeline/plan_front.hpp"
 #include "kareus/pipeline/relaxation_bound.hpp"
 
 namespace kareus::pipeline {
@@ -19,6 +22,25 @@ Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedu
   FrontierSolver solver(table, schedule, options);
   SearchFront front;
   const bool local_search = options.local_search_rounds > 0;
+
+  // The relaxation's bound depends on the table alone, and on a long pipeline costs as much as the
+  // steps and the search together: it runs beside them. Its optima, rounded to plans, are gathered
+  // in a front of their own and offered once the search ends: where longest paths run side by side
+  // (near the fastest plans) the budget stops the local search furthest from the exact front, and
+  // the steps' unit rounding leaves the fastest plans' slack unspent; the rounded optima land there.
+  // Offered after the search, they only add what beats its front.
+  // A thread of its own, not a task: a thread waiting in the steps' task group may pick up a task of
+  // the pool, and would then run the whole bound before it steps on. The future's destructor waits
+  // for it, so an error leaving this frame, which it refers to, waits too.
+  std::optional<RelaxationBound> bound;
+  PlanFront<std::monostate> relaxed;
+  std::future<void> bounding;
+  if (local_search && options.relaxation_plans) {
+    bounding = std::async(std::launch::async, [&] {
+      bound.emplace(table, solver.dag(), options.p_blocking_w,
+                    [&](std::span<const double> durations) { relaxed.offer(solver.relaxation_plan(durations)); });
+    });
+  }
 
   // Phillips–Dessouky steps run on this thread; batches of their planned durations are turned into
   // plans and offered to the front on another, one batch behind. Evaluation is about half the work
@@ -58,6 +80,7 @@ Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedu
     evaluation.wait();
     batch_ready = false;
   };
+  LocalSearchOutcome searched;
   try {
     for (bool more = true; more;) {
       std::optional<FrontierSolver::PlannedStep> step = solver.advance();
@@ -73,6 +96,8 @@ Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedu
         progress({solver.stats().steps, solver.planned_time_s(), &solver.stats()});
       }
     }
+    finish_evaluation();
+    if (local_search) searched = run_local_search(solver, front, options, progress);
   } catch (...) {
     try {
       finish_evaluation();  // it refers to this frame
@@ -80,21 +105,14 @@ Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedu
     }
     throw;
   }
-  finish_evaluation();
-
-  LocalSearchOutcome searched;
-  if (local_search) searched = run_local_search(solver, front, options, progress);
-  // Where longest paths run side by side (near the fastest plans) the budget stops the local search
-  // furthest from the exact front, and the steps' unit rounding leaves the fastest plans' slack
-  // unspent; the relaxation's optima, rounded to plans, land there. Offered after the search, they
-  // only add what beats its front.
+  if (bounding.valid()) bounding.get();
   Frontier result;
-  if (local_search && options.relaxation_plans) {
-    result.bound.emplace(table, solver.dag(), options.p_blocking_w,
-                         [&](std::span<const double> durations) { front.offer(solver.relaxation_plan(durations)); });
-  }
+  result.bound = std::move(bound);
+  for (auto& [time, kept] : relaxed.plans()) front.offer(std::move(kept.point));
   for (auto& [time, kept] : front.plans()) result.points.push_back(std::move(kept.point));
-  result.total_points = front.offered();
+  // Every plan offered, once: a rounded optimum was offered to `relaxed`, and again to the front
+  // only if it stayed there.
+  result.total_points = front.offered() + relaxed.offered() - static_cast<long>(relaxed.plans().size());
   result.stats = solver.stats();
   result.stats.local_search_expansions = searched.expansions;
   result.stats.local_search_rounds = searched.rounds;
