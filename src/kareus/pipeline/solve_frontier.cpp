@@ -5,8 +5,8 @@
 #include <atomic>
 #include <future>
 #include <optional>
-#include <variant>
 #include <utility>
+#include <variant>
 
 #include "kareus/pipeline/frontier_solver.hpp"
 #include "kareus/core/parallel.hpp"
