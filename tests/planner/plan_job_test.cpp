@@ -57,5 +57,26 @@ TEST(PlanJob, TheBaselinesBesideThePlanAreTheirOwnFrontiersAndMeasureNothingKare
   EXPECT_EQ(p.kareus.merged_baselines[1].method, Method::kNanobatching);
 }
 
+// Without the relaxation's plans the solves make no bound; the plan's certificate is still the bound
+// on Kareus's own table (not a baseline's), computed beside the merge, and no other run pays for it.
+TEST(PlanJob, WithoutTheRelaxationsPlansTheCertificateIsTheBoundOnKareussTable) {
+  const Job job = evaluation_config("llama3.2-3b-tp8-mbs8-seq4096");
+  const evaluate::Evaluator evaluator = evaluate::make_simulated_evaluator(hardware::load_gpu_preset("a100-sxm4-40gb"));
+  PlannerOptions options;
+  options.search.mode = search::SearchMode::kExhaustive;
+  options.relaxation_plans = false;
+  const JobPlan p = plan_job(job, evaluator, options, {.baselines = false});
+  ASSERT_TRUE(p.kareus.bound.has_value());
+  const pipeline::RelaxationBound alone(p.kareus.table, schedule::InstructionDag(p.kareus.pipeline_schedule(job)),
+                                        p.kareus.p_static_w);
+  for (const TimeEnergy& point : p.kareus.points()) {
+    EXPECT_EQ(p.kareus.bound->energy_j(point.time_s), alone.energy_j(point.time_s)) << point.time_s;
+  }
+  const pipeline::RelaxationBound::Gap gap = alone.worst_gap(p.kareus.points());
+  EXPECT_EQ(p.bound_gap.relative, gap.relative);
+  EXPECT_EQ(p.bound_gap.time_s, gap.time_s);
+  EXPECT_FALSE(run_method(Method::kKareus, job, evaluator, options).bound.has_value());
+}
+
 }  // namespace
 }  // namespace kareus::planner

@@ -57,6 +57,9 @@ struct PlannerOptions {
   // Every method's frontier with the relaxation's plans (pipeline::SolverOptions::relaxation_plans),
   // so that the methods are compared on one solver; MethodResult::bound keeps the bound.
   bool relaxation_plans = true;
+  // Kareus's MethodResult::bound even without the relaxation's plans (plan's certificate): it needs
+  // Kareus's table alone, so it is computed beside the baselines' frontiers Kareus merges.
+  bool kareus_bound = false;
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
   // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,
   // the LM head in the last), so a stage's layers must divide by V.
@@ -84,7 +87,7 @@ struct MethodResult {
   pipeline::OptionTable table;
   std::vector<pipeline::FrontierPoint> frontier;  // Pareto, time ascending; plans index `table`
   bool local_search_converged = false;  // the frontier solver's (pipeline/local_search.hpp)
-  std::optional<pipeline::RelaxationBound> bound;  // on `table`, with PlannerOptions::relaxation_plans
+  std::optional<pipeline::RelaxationBound> bound;  // on `table`, with PlannerOptions::relaxation_plans or kareus_bound
   std::size_t measurements = 0;                   // evaluator calls this method made
   std::size_t grid_knobs = 0;                     // knobs its space holds (Kareus)
   std::size_t unusable_knobs = 0;                 // a table's records its space cannot hold (Kareus)
