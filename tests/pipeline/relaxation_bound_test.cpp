@@ -263,6 +263,29 @@ RC_GTEST_PROP(RelaxationPlans, OnlyAddWhatBeatsTheFront, ()) {
   }
 }
 
+// A bound asked for alone is the relaxation's bound on the table, whatever the search (none
+// included), and leaves the front as it was: computing it beside the solve offers no plan.
+RC_GTEST_PROP(SolverBound, IsTheTablesBoundAndLeavesTheFrontAlone, ()) {
+  std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+  const int stages = *rc::gen::inRange(1, 4);
+  const double p = *rc::gen::element(0.0, 60.0, 83.64);
+  const OptionTable table = testing::irregular_table(rng, stages, p, 5);
+  const auto schedule = schedule::PipelineSchedule::make(schedule::ScheduleKind::k1F1B, stages, *rc::gen::inRange(1, 7));
+  SolverOptions options{.p_blocking_w = p, .local_search_rounds = *rc::gen::inRange(0, 3)};
+  const Frontier without = solve_frontier(table, schedule, options);
+  options.bound = true;
+  const Frontier with = solve_frontier(table, schedule, options);
+  RC_ASSERT(with.bound.has_value());
+  RC_ASSERT(with.total_points == without.total_points);
+  RC_ASSERT(with.points.size() == without.points.size());
+  for (std::size_t i = 0; i < with.points.size(); ++i) {
+    RC_ASSERT(with.points[i].time_s == without.points[i].time_s);
+    RC_ASSERT(with.points[i].energy_j == without.points[i].energy_j);
+  }
+  const RelaxationBound alone(table, schedule::InstructionDag(schedule), p);
+  for (const FrontierPoint& q : with.points) RC_ASSERT(with.bound->energy_j(q.time_s) == alone.energy_j(q.time_s));
+}
+
 // Near BLOOM's fastest plans at 8 x 24 the default budget leaves the local search furthest from the
 // bound; the relaxation's plans land there and bring the front's mean gap to the bound down from
 // 0.26% to about 0.18% (its Lagrangian plans, each instruction at its option of least e + f·t for

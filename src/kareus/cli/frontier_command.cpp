@@ -77,7 +77,8 @@ pipeline::SolverOptions solver_options(const FrontierFlags& flags) {
           .reclaim_slack = !flags.no_reclaim,
           .local_search_rounds = flags.local_search_rounds,
           .local_search_budget = flags.local_search_budget,
-          .relaxation_plans = flags.relaxation_plans};
+          .relaxation_plans = flags.relaxation_plans,
+          .bound = flags.bound};
 }
 
 // The profile's table, holding what the schedule's instructions run.
@@ -216,9 +217,8 @@ int run_frontier(const FrontierFlags& flags) {
   }
   progress.finish();
   const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // With --relaxation-plans the solver's own (unless it ran no local search).
+  // With --bound, and with --relaxation-plans unless it ran no local search.
   std::optional<pipeline::RelaxationBound> bound = std::move(frontier.bound);
-  if (!bound && flags.bound) bound.emplace(table, schedule::InstructionDag(*schedule), flags.p_blocking_w);
   const pipeline::RelaxationBound* in_files = flags.bound ? &*bound : nullptr;
   if (flags.csv) {
     std::fputs(frontier_csv(frontier, in_files).c_str(), stdout);

@@ -85,6 +85,9 @@ struct SolverOptions {
   // 1.3–1.7× as long on GPT-3 and BLOOM, 5× on kareus plan's PP 8 and 16 tables); the planner turns
   // it on (planner.hpp). Not with 0 rounds.
   bool relaxation_plans = false;
+  // The relaxation's bound in Frontier::bound without its plans (a certificate): it depends on the
+  // table alone and is computed beside the steps and the search, as with them.
+  bool bound = false;
 };
 
 struct SolverStats {
@@ -263,7 +266,7 @@ struct Frontier {
   std::vector<FrontierPoint> points;  // Pareto-optimal in true (time, energy), time ascending
   SolverStats stats;
   long total_points = 0;  // plans evaluated, before dropping dominated ones
-  std::optional<RelaxationBound> bound;  // with SolverOptions::relaxation_plans
+  std::optional<RelaxationBound> bound;  // with SolverOptions::relaxation_plans or bound
 };
 
 // Runs the solver to the end, keeps the Pareto-optimal plans, then improves the front by Pareto

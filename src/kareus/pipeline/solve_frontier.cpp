@@ -35,10 +35,14 @@ Frontier solve_frontier(const OptionTable& table, const schedule::PipelineSchedu
   std::optional<RelaxationBound> bound;
   PlanFront<std::monostate> relaxed;
   std::future<void> bounding;
-  if (local_search && options.relaxation_plans) {
+  const bool relaxation_plans = local_search && options.relaxation_plans;
+  if (relaxation_plans || options.bound) {
     bounding = std::async(std::launch::async, [&] {
-      bound.emplace(table, solver.dag(), options.p_blocking_w,
-                    [&](std::span<const double> durations) { relaxed.offer(solver.relaxation_plan(durations)); });
+      RelaxationBound::OptimumVisitor offer;
+      if (relaxation_plans) {
+        offer = [&](std::span<const double> durations) { relaxed.offer(solver.relaxation_plan(durations)); };
+      }
+      bound.emplace(table, solver.dag(), options.p_blocking_w, offer);
     });
   }
 

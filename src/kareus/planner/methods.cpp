@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -251,13 +250,6 @@ class KareusStrategy final : public MethodStrategy {
   // solved: on a long pipeline each front holds tens of thousands of plans (hundreds of MB).
   void merge(MethodResult& result, MethodRun& run) const override {
     const schedule::InstructionDag dag(result.pipeline_schedule(run.job));
-    // A bound asked for without the relaxation's plans needs Kareus's table alone: on a long pipeline
-    // it costs about what the baselines' solves do, so it runs beside them on a thread of its own,
-    // whose future waits for it should the join throw.
-    std::future<void> bounding;
-    if (run.options.kareus_bound && !result.bound) {
-      bounding = std::async(std::launch::async, [&] { result.bound.emplace(result.table, dag, result.p_static_w); });
-    }
     BaselinePlansJoin join(result, dag);
     for (Method baseline : {Method::kPerseus, Method::kNanobatching}) {
       const MethodStrategy& strategy = strategy_for(baseline);
@@ -267,7 +259,6 @@ class KareusStrategy final : public MethodStrategy {
       join.add(other);
     }
     join.finish();
-    if (bounding.valid()) bounding.get();
   }
 
  private:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <optional>
 
 #include "kareus/core/error.hpp"
@@ -88,6 +89,16 @@ MethodResult run_strategy(const MethodStrategy& strategy, MethodRun& run) {
                                                 .virtual_stages = result.virtual_stages,
                                                 .engine = options.engine});
   const schedule::PipelineSchedule schedule = result.pipeline_schedule(job);
+  // Kareus's certificate without the relaxation's plans needs the table alone: it runs on a thread
+  // of its own beside the solve and the merge, which solves the baselines' frontiers. The future
+  // waits for it should either throw.
+  std::future<std::optional<pipeline::RelaxationBound>> bounding;
+  if (options.kareus_bound && !options.relaxation_plans && result.method == Method::kKareus) {
+    bounding = std::async(std::launch::async, [&result, &schedule] {
+      return std::optional<pipeline::RelaxationBound>(std::in_place, result.table, schedule::InstructionDag(schedule),
+                                                      result.p_static_w);
+    });
+  }
   pipeline::SolverOptions solver{.p_blocking_w = result.p_static_w, .unit_time_s = options.unit_time_s,
                                   .relaxation_plans = options.relaxation_plans};
   pipeline::Frontier frontier = pipeline::solve_frontier(result.table, schedule, solver);
@@ -96,6 +107,7 @@ MethodResult run_strategy(const MethodStrategy& strategy, MethodRun& run) {
   result.local_search_converged = frontier.stats.local_search_converged;
   result.bound = std::move(frontier.bound);
   strategy.merge(result, run);
+  if (bounding.valid()) result.bound = bounding.get();
   result.measurements = run.measurements() - measured_before;
   return result;
 }

@@ -57,8 +57,8 @@ struct PlannerOptions {
   // Every method's frontier with the relaxation's plans (pipeline::SolverOptions::relaxation_plans),
   // so that the methods are compared on one solver; MethodResult::bound keeps the bound.
   bool relaxation_plans = true;
-  // Kareus's MethodResult::bound even without the relaxation's plans (plan's certificate): it needs
-  // Kareus's table alone, so it is computed beside the baselines' frontiers Kareus merges.
+  // Kareus's MethodResult::bound even without the relaxation's plans (plan's certificate), computed
+  // beside its solve and merge; the baselines' solves make none.
   bool kareus_bound = false;
   // The pipeline schedule; interleaved runs each stage's layers as `virtual_stages` chunks, each
   // with options of its own (compose.hpp: a V-th of the layers; the embedding in the first chunk,
