@@ -352,17 +352,13 @@ rc::Gen<Schedule> schedule_gen() {
     s.iterations = *rc::gen::inRange(1, 4);
     s.clocks = *rc::gen::container<std::vector<int>>(
         2 * s.microbatches, rc::gen::element(1410, 1200, 1005, 810, 1000 /* snapped */));
+    // Readings that fail so far, on this GPU or one before it: the monitor reads the GPUs in
+    // order and a failure stops the reading, so each joins two of a later GPU's gaps too.
+    int failing_readings = 0;
     for (int g = 0; g < s.gpus; ++g) {
       const bool capped = *rc::gen::inRange(0, 2) == 1;
       s.cap_mw.push_back(capped ? std::optional<int>(*rc::gen::inRange(100000, 400000))
                                 : std::nullopt);
-      const bool wraps = *rc::gen::inRange(0, 3) > 0;
-      // Wider than the energy between two readings (an instruction: <= 0.1 s at the fake A100's
-      // 635 W, full load at a locked 1410 MHz, over the board's limit), narrower than a run's. (A
-      // whole modulus between two readings is a wrap no counter can show; the first shrunk case of
-      // this test, 50 J, was one.)
-      s.wrap_mj.push_back(wraps ? *rc::gen::inRange(70000, 2000000) : 0);
-      s.start_mj.push_back(wraps ? *rc::gen::inRange(0, static_cast<int>(s.wrap_mj.back())) : 0);
       std::vector<GpuFault> faults = *rc::gen::container<std::vector<GpuFault>>(
           static_cast<std::size_t>(*rc::gen::inRange(0, 6)), fault_gen());
       // A restore is tried three times: at most two failures of each restoring call, so that a
@@ -374,6 +370,18 @@ rc::Gen<Schedule> schedule_gen() {
                               f.call == GpuCall::kSetPowerLimit;
         return restores && f.kind == GpuFault::Kind::kError && ++restoring[f.call] > 2;
       });
+      failing_readings += static_cast<int>(std::ranges::count_if(faults, [](const GpuFault& f) {
+        return f.call == GpuCall::kTotalEnergy && f.kind == GpuFault::Kind::kError;
+      }));
+      const bool wraps = *rc::gen::inRange(0, 3) > 0;
+      // Wider than the energy between two successful readings (an instruction: <= 0.1 s at the
+      // fake A100's 635 W, full load at a locked 1410 MHz, over the board's limit; one more for
+      // each failed reading that may join two gaps), narrower than a run's. A whole modulus
+      // between two readings is a wrap no counter can show: the shrunk cases of 50 J between two
+      // readings, and of 70 J across a failed one, were such.
+      const int narrowest_mj = 70000 * (1 + failing_readings);
+      s.wrap_mj.push_back(wraps ? *rc::gen::inRange(narrowest_mj, 2000000) : 0);
+      s.start_mj.push_back(wraps ? *rc::gen::inRange(0, static_cast<int>(s.wrap_mj.back())) : 0);
       s.faults.push_back(std::move(faults));
     }
     s.exit = static_cast<Exit>(*rc::gen::inRange(0, 4));

@@ -17,8 +17,9 @@
 // is therefore >= 0 and windows nest consistently. A wrap is missed only if a whole modulus of
 // energy passes between two readings of one GPU (NVML's 64-bit mJ counter: never).
 //
-// Device faults: a failed reading throws the device's error once. At begin_window the window is
-// not opened; at end_window it is closed unmeasured, so the loop's next begin_window of that name
+// Device faults: a failed reading throws the device's error once; the GPUs after it go unread that
+// time, so their next gap (for the wraps above) spans two. At begin_window the window is not
+// opened; at end_window it is closed unmeasured, so the loop's next begin_window of that name
 // works. Readings are made on the caller's thread: a device call that hangs holds the caller as
 // long as the driver takes.
 //
