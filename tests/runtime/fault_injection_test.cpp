@@ -272,6 +272,38 @@ TEST(FaultsFound, WindowsAcrossAWrapCountThroughIt) {
   EXPECT_TRUE(Contains(log.text(), "energy counter wrapped (at 50000 mJ)"));
 }
 
+// GPU 0's failed reading leaves GPU 1 unread that time: GPU 1's wraps are still counted while its
+// two gaps together hold less than a modulus (the property's first case with a failed reading had
+// a 70 J modulus across two 0.1 s gaps at 635 W).
+TEST(FaultsFound, AFailedReadingOfOneGpuLeavesTheOthersWrapsCounted) {
+  auto time = std::make_shared<ManualTimeSource>();
+  auto failing = std::make_shared<FakeGpu>(
+      config(0, time, {{GpuCall::kTotalEnergy, 3, GpuFault::Kind::kError, kNvmlErrorUnknown}}));
+  FakeGpuConfig c = config(1, time);
+  c.energy_counter_wrap_mj = 80000;
+  c.energy_counter_start_mj = 50000;
+  auto wrapping = std::make_shared<FakeGpu>(c);
+  EnergyMonitor monitor({failing, wrapping}, {.time = time});
+  monitor.begin_window("run");
+  const double before_mj = wrapping->true_energy_mj();
+  int failed = 0;
+  for (int k = 0; k < 6; ++k) {
+    monitor.begin_window("step");
+    time->advance_s(0.25);
+    try {
+      (void)monitor.end_window("step");
+    } catch (const DeviceError&) {
+      ++failed;
+    }
+  }
+  const double drawn_j = (wrapping->true_energy_mj() - before_mj) / 1000;
+  ASSERT_GT(50 + drawn_j, 80.0) << "the run must pass the counter's wrap";
+  ASSERT_LT(drawn_j / 6 * 2, 80.0) << "two steps must hold less than a modulus";
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(wrapping->calls(GpuCall::kTotalEnergy), 12);  // one reading fewer than GPU 0's
+  EXPECT_NEAR(monitor.end_window("run").gpu_energy_j[1], drawn_j, 1e-9);
+}
+
 // ---- The property ---------------------------------------------------------------------------
 
 enum class Exit { kStop, kDestructor, kException, kEmergency };
