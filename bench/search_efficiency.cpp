@@ -8,7 +8,7 @@
 // Usage: kareus_search_efficiency [--configs 0,3] [--partitions fwd_mlp,...] [--seeds 1,2,3]
 //                                 [--random-seeds 5] [--batch 8] [--baselines] [--no-cover]
 //                                 [--initial N] [--noise SIGMA] [--model-noise SIGMA]
-//                                 [--remeasure N] [--exhaustive-posterior] [--markdown FILE]
+//                                 [--remeasure N] [--exhaustive-posterior] [--oracles] [--markdown FILE]
 //                                 [--json FILE] [--verbose]
 // With --noise the searches see the simulated GPU with seeded relative noise SIGMA on time and
 // energy (as a real GPU's measurements scatter; each MOBO seed its own draw); hypervolumes are
@@ -27,18 +27,22 @@
 // Pareto knobs. It knows which knobs to measure, not what they cost: where it misses 0.99, a
 // search reporting measured means would have to find those knobs with no measurement spent
 // elsewhere and then share the budget among them better than evenly. With the frontier's size and
-// extent beside it.
+// extent beside it, and a second oracle that shares the same budget among the same knobs by need
+// (adaptive_oracle_ratio). --oracles: the oracles alone, no search (seconds for the whole table).
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -87,6 +91,8 @@ struct Row {
   // exhaustive frontier's knobs alone, known in advance, each measured equally often, the Pareto
   // knobs of their means; the worst seed.
   std::array<double, 2> oracle{1, 1};
+  // The same oracle sharing the budget by need (adaptive_oracle_ratio).
+  std::array<double, 2> adaptive{1, 1};
   std::size_t front_size = 0;
   // The exhaustive frontier's extent relative to its least time and least energy.
   double time_extent = 0, energy_extent = 0;
@@ -163,6 +169,85 @@ double oracle_ratio(const search::KnobSpace& space, const search::MeasureFn& mea
   return hypervolume_2d(kept, ref) / hv_all;
 }
 
+// The ratio of the same oracle sharing `budget` among the same knobs by need rather than evenly:
+// each knob twice while the budget allows, then each further measurement where the reported
+// frontier (the Pareto knobs of the means) most likely misses hypervolume. 64 draws of the knobs'
+// costs, each mean plus its standard error (the noise `sigma` known) times a normal, give the
+// frontiers the data still allow; a knob on a drawn frontier and off the reported one weighs the
+// hypervolume it adds to that draw. The heaviest is measured, or the reported knob whose means
+// dominate it most narrowly, whichever has fewer measurements: a knob a few unlucky draws put behind
+// another stays there while only it is measured, since the other's mean may be the lucky one. No
+// weight left: the knob measured least. A Thompson-sampling cousin of OCBA's allocation for Pareto
+// sets (Lee et al. 2010).
+double adaptive_oracle_ratio(const search::KnobSpace& space, const search::MeasureFn& measure,
+                             const std::vector<std::size_t>& front, std::size_t budget, double sigma,
+                             const std::vector<TimeEnergy>& all, const TimeEnergy& ref, double hv_all) {
+  const std::size_t f = front.size();
+  std::vector<TimeEnergy> sum(f, TimeEnergy{0, 0}), mean(f, TimeEnergy{0, 0});
+  std::vector<int> n(f, 0);
+  auto take = [&](std::size_t j) {
+    const TimeEnergy m = measure(space.knob(front[j]), n[j]);
+    ++n[j];
+    sum[j].time_s += m.time_s;
+    sum[j].energy_j += m.energy_j;
+    mean[j] = {sum[j].time_s / n[j], sum[j].energy_j / n[j]};
+  };
+  for (std::size_t j = 0; j < f; ++j) take(j);  // each knob at least once, as the even oracle
+  std::size_t spent = f;
+  for (std::size_t j = 0; j < f && spent < budget; ++j, ++spent) take(j);
+  std::mt19937_64 rng(budget);
+  std::normal_distribution<double> z;
+  constexpr int kDraws = 64;
+  for (; spent < budget; ++spent) {
+    std::vector<bool> kept(f, false);
+    for (std::size_t i : pareto_indices(mean)) kept[i] = true;
+    std::vector<double> weight(f, 0);
+    std::vector<TimeEnergy> draw(f);
+    for (int q = 0; q < kDraws; ++q) {
+      for (std::size_t j = 0; j < f; ++j) {
+        const double se = sigma / std::sqrt(n[j]);
+        draw[j] = {mean[j].time_s * (1 + se * z(rng)), mean[j].energy_j * (1 + se * z(rng))};
+      }
+      const std::vector<std::size_t> p = pareto_indices(draw);
+      std::vector<TimeEnergy> pf;
+      for (std::size_t i : p) pf.push_back(draw[i]);
+      const double hv = hypervolume_2d(pf, ref);
+      for (std::size_t a = 0; a < p.size(); ++a) {
+        if (kept[p[a]]) continue;
+        std::vector<TimeEnergy> without;
+        for (std::size_t b = 0; b < p.size(); ++b) {
+          if (b != a) without.push_back(draw[p[b]]);
+        }
+        weight[p[a]] += hv - hypervolume_2d(without, ref);
+      }
+    }
+    std::size_t pick = 0;
+    double best = 0;
+    for (std::size_t j = 0; j < f; ++j) {
+      if (weight[j] > best) best = weight[j], pick = j;
+    }
+    if (best > 0) {
+      std::size_t partner = pick;
+      double narrowest = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < f; ++k) {
+        if (!kept[k] || !(mean[k].time_s <= mean[pick].time_s && mean[k].energy_j <= mean[pick].energy_j)) continue;
+        const double margin =
+            std::min(1 - mean[k].time_s / mean[pick].time_s, 1 - mean[k].energy_j / mean[pick].energy_j);
+        if (margin < narrowest) narrowest = margin, partner = k;
+      }
+      if (n[partner] < n[pick]) pick = partner;
+    } else {
+      for (std::size_t j = 0; j < f; ++j) {
+        if (n[j] < n[pick]) pick = j;
+      }
+    }
+    take(pick);
+  }
+  std::vector<TimeEnergy> kept;
+  for (std::size_t i : pareto_indices(mean)) kept.push_back(all[front[i]]);
+  return hypervolume_2d(kept, ref) / hv_all;
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -190,6 +275,7 @@ int main(int argc, char** argv) {
   double noise = 0;
   double model_noise = -1;  // the noise the searches are told of; default: --noise
   int remeasure = -1;       // measurements of one knob at most; default: the search's
+  bool oracles_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -230,6 +316,8 @@ int main(int argc, char** argv) {
       model_noise = std::stod(value());
     } else if (a == "--remeasure") {
       remeasure = std::stoi(value());
+    } else if (a == "--oracles") {
+      oracles_only = true;
     } else if (a == "--baselines") {
       baselines = true;
     } else if (a == "--verbose") {
@@ -242,6 +330,10 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (oracles_only && !(noise > 0)) {
+    std::fprintf(stderr, "--oracles needs --noise above 0: without noise every oracle reports the whole frontier\n");
+    return 2;
+  }
   const hardware::GpuSpec gpu = hardware::load_gpu_preset("a100-sxm4-40gb");
   const evaluate::Evaluator sim = evaluate::make_simulated_evaluator(gpu);
   // What the searches measure: the model, with noise when asked; each MOBO seed sees its own draw
@@ -299,6 +391,22 @@ int main(int argc, char** argv) {
     row.budgets = {pct(0.10), pct(0.15), pct(0.20), std::min(kArtifactBudget, space.size())};
     const std::size_t largest = *std::max_element(row.budgets.begin(), row.budgets.end());
 
+    // The oracles' ratios under the noise seed's draws, each the worst so far.
+    auto take_oracles = [&](std::uint64_t seed) {
+      const evaluate::Evaluator seen = noisy(seed);
+      const search::MeasureFn profile = search::measure_with(seen, part);
+      for (std::size_t b = 0; b < row.oracle.size(); ++b) {
+        const std::size_t budget = row.budgets[1 + b];
+        row.oracle[b] = std::min(row.oracle[b], oracle_ratio(space, profile, front, budget, all, ref, hv_all));
+        row.adaptive[b] =
+            std::min(row.adaptive[b], adaptive_oracle_ratio(space, profile, front, budget, noise, all, ref, hv_all));
+      }
+    };
+    if (oracles_only) {
+      for (std::uint64_t seed : seeds) take_oracles(seed);
+      return;
+    }
+
     row.mobo.assign(row.budgets.size(), 1.0);
     bool always_reached = true;
     for (std::uint64_t seed : seeds) {
@@ -334,9 +442,7 @@ int main(int argc, char** argv) {
         const search::MeasureFn profile = search::measure_with(seen, part);
         row.exhaustive_once = std::min(row.exhaustive_once, exhaustive_ratio(space, profile, 1, all, ref, hv_all));
         row.exhaustive_thrice = std::min(row.exhaustive_thrice, exhaustive_ratio(space, profile, 3, all, ref, hv_all));
-        for (std::size_t b = 0; b < row.oracle.size(); ++b) {
-          row.oracle[b] = std::min(row.oracle[b], oracle_ratio(space, profile, front, row.budgets[1 + b], all, ref, hv_all));
-        }
+        take_oracles(seed);
         if (exhaustive_posterior) {
           std::vector<Measurement> grid_once;
           for (std::size_t i = 0; i < space.size(); ++i) {
@@ -409,6 +515,30 @@ int main(int argc, char** argv) {
   std::string seed_list;
   for (std::uint64_t seed : seeds) seed_list += fmt::format("{}{}", seed_list.empty() ? "" : ", ", seed);
   std::string md;
+  if (oracles_only) {
+    md += fmt::format(
+        "What an oracle reports on the simulated A100 (a model, not a measurement) with {:g}% seeded noise on time and "
+        "energy: it knows the exhaustive frontier's knobs and spends the whole budget measuring them, then reports the "
+        "Pareto knobs of their means; HV of their noise-free truth over the exhaustive frontier's, in (real energy, "
+        "time), the worst of noise seeds {}. Evenly: each knob equally often. By need: adaptive_oracle_ratio.\n\n"
+        "| config | partition | grid | frontier: knobs, time and energy extent | evenly 15%, 20% | by need 15%, 20% |\n"
+        "|---|---|---:|---:|---:|---:|\n",
+        100 * noise, seed_list);
+    std::array<std::size_t, 4> met{};
+    for (const Row& r : rows) {
+      md += fmt::format("| {} | {} | {} | {}, {:.2f}%, {:.2f}% | {:.4f}, {:.4f} | {:.4f}, {:.4f} |\n", r.config, r.key,
+                        r.grid, r.front_size, 100 * r.time_extent, 100 * r.energy_extent, r.oracle[0], r.oracle[1],
+                        r.adaptive[0], r.adaptive[1]);
+      const std::array<double, 4> ratios{r.oracle[0], r.oracle[1], r.adaptive[0], r.adaptive[1]};
+      for (std::size_t k = 0; k < met.size(); ++k) met[k] += ratios[k] >= 0.99 ? 1 : 0;
+    }
+    md += fmt::format("\n{} partitions; 0.99 reported evenly on {} with 15% of the grid and {} with 20%, by need on {} "
+                      "and {}.\n",
+                      rows.size(), met[0], met[1], met[2], met[3]);
+    std::fputs(md.c_str(), stdout);
+    if (!markdown.empty()) write_file_atomic(markdown, md);
+    return 0;
+  }
   md += fmt::format(
       "Sample efficiency on the simulated A100 (a model, not a measurement{}): HV(found)/HV(exhaustive) in (real "
       "energy, time) per GPU, every measurement counted, the initial design's included. MOBO: the worst of seeds {}, "
@@ -426,13 +556,14 @@ int main(int argc, char** argv) {
   md += fmt::format("| config | partition | grid | initial | MOBO 10% | MOBO 15% | MOBO 20% | MOBO 15% reported | MOBO "
                     "artifact budget | random 15% mean (min) | random artifact budget | MOBO reaches 0.99 at |{}\n",
                     noise > 0 ? fmt::format(" exhaustive once, reported | exhaustive thrice, reported |{} frontier: knobs, "
-                                            "time and energy extent | oracle 15%, 20%, reported |",
+                                            "time and energy extent | oracle 15%, 20%, reported | oracle by need 15%, 20% |",
                                             exhaustive_posterior ? " exhaustive once, reported at posterior means |" : "")
                               : "");
   md += fmt::format("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}\n",
-                    noise > 0 ? (exhaustive_posterior ? "---:|---:|---:|---:|---:|" : "---:|---:|---:|---:|") : "");
+                    noise > 0 ? (exhaustive_posterior ? "---:|---:|---:|---:|---:|---:|" : "---:|---:|---:|---:|---:|") : "");
   double worst15 = 1, worst_random15 = 1;
   std::size_t met = 0, met_reported = 0, met_once = 0, met_thrice = 0, met_oracle15 = 0, met_oracle20 = 0;
+  std::size_t met_adaptive15 = 0, met_adaptive20 = 0;
   double worst_reported15 = 1;
   std::size_t worst_to99_pct_row = 0, not_reached = 0;
   double worst_to99 = 0;
@@ -447,14 +578,16 @@ int main(int argc, char** argv) {
                       artifact ? fmt::format("{:.4f} ({})", r.mobo[3], r.budgets[3]) : "—", r.random_mean[1],
                       r.random_min[1], artifact ? fmt::format("{:.4f}", r.random_mean[3]) : "—",
                       r.mobo_to_99 ? fmt::format("{} ({:.1f}%)", r.mobo_to_99, to99) : "not reached",
-                      noise > 0 ? fmt::format(" {:.4f} | {:.4f} |{} {}, {:.2f}%, {:.2f}% | {:.4f}, {:.4f} |", r.exhaustive_once,
+                      noise > 0 ? fmt::format(" {:.4f} | {:.4f} |{} {}, {:.2f}%, {:.2f}% | {:.4f}, {:.4f} | {:.4f}, {:.4f} |", r.exhaustive_once,
                                               r.exhaustive_thrice,
                                               exhaustive_posterior ? fmt::format(" {:.4f} |", *r.exhaustive_posterior) : "",
                                               r.front_size, 100 * r.time_extent, 100 * r.energy_extent, r.oracle[0],
-                                              r.oracle[1])
+                                              r.oracle[1], r.adaptive[0], r.adaptive[1])
                                 : "");
     met_oracle15 += r.oracle[0] >= 0.99 ? 1 : 0;
     met_oracle20 += r.oracle[1] >= 0.99 ? 1 : 0;
+    met_adaptive15 += r.adaptive[0] >= 0.99 ? 1 : 0;
+    met_adaptive20 += r.adaptive[1] >= 0.99 ? 1 : 0;
     met_once += r.exhaustive_once >= 0.99 ? 1 : 0;
     met_thrice += r.exhaustive_thrice >= 0.99 ? 1 : 0;
     met += r.mobo[1] >= 0.99 ? 1 : 0;
@@ -477,8 +610,8 @@ int main(int argc, char** argv) {
                       met_once, met_thrice);
     md += fmt::format("An oracle that spends the budget on the exhaustive frontier's knobs alone (it knows which they "
                       "are, not what they cost), each measured equally often, reports 0.99 on {} with 15% of the "
-                      "grid, on {} with 20%. ",
-                      met_oracle15, met_oracle20);
+                      "grid, on {} with 20%; sharing it by need (adaptive_oracle_ratio), on {} and {}. ",
+                      met_oracle15, met_oracle20, met_adaptive15, met_adaptive20);
   }
   if (!rows.empty()) {
     md += fmt::format("Most measurements MOBO needed to reach 0.99 with every seed, where it did: {:.1f}% of the grid "
@@ -511,6 +644,8 @@ int main(int argc, char** argv) {
       if (noise > 0) {
         doc.back()["oracle_15pct_reported"] = r.oracle[0];
         doc.back()["oracle_20pct_reported"] = r.oracle[1];
+        doc.back()["oracle_by_need_15pct_reported"] = r.adaptive[0];
+        doc.back()["oracle_by_need_20pct_reported"] = r.adaptive[1];
       }
       if (r.exhaustive_posterior) doc.back()["exhaustive_once_posterior_reported"] = *r.exhaustive_posterior;
     }
