@@ -28,7 +28,8 @@
 // search reporting measured means would have to find those knobs with no measurement spent
 // elsewhere and then share the budget among them better than evenly. With the frontier's size and
 // extent beside it, and a second oracle that shares the same budget among the same knobs by need
-// (adaptive_oracle_ratio). --oracles: the oracles alone, no search (seconds for the whole table).
+// (adaptive_oracle_ratio). --oracles: the oracles alone, no search (seconds for the whole table;
+// stdout and --markdown, not --json).
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
@@ -332,6 +333,10 @@ int main(int argc, char** argv) {
 
   if (oracles_only && !(noise > 0)) {
     std::fprintf(stderr, "--oracles needs --noise above 0: without noise every oracle reports the whole frontier\n");
+    return 2;
+  }
+  if (oracles_only && !json_out.empty()) {
+    std::fprintf(stderr, "--oracles writes its table to stdout and --markdown only, not --json\n");
     return 2;
   }
   const hardware::GpuSpec gpu = hardware::load_gpu_preset("a100-sxm4-40gb");
