@@ -29,7 +29,9 @@
 // elsewhere and then share the budget among them better than evenly. With the frontier's size and
 // extent beside it, and a second oracle that shares the same budget among the same knobs by need
 // (adaptive_oracle_ratio). --oracles: the oracles alone, no search (seconds for the whole table;
-// stdout and --markdown, not --json).
+// stdout and --markdown, not --json). --verbose: per partition and seed, on stderr, the exhaustive
+// front's knobs the search missed within 15% of the grid, and the configurations it spent on
+// (configurations_measured).
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
@@ -40,6 +42,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -122,6 +125,41 @@ std::vector<double> prefix_ratios(const std::vector<TimeEnergy>& order, const st
 // The ratio on the noise-free truth of the knobs the search would report after its first `budget`
 // measurements: the Pareto knobs of its estimates of them (the measurements, or with measurement
 // noise modelled the surrogates' posterior means), as run_prepared_search reports its frontier.
+// Under --verbose, one line per configuration (SMs/slot) that holds a knob of the exhaustive front
+// or that the search measured at least three times within `budget` measurements: the hypervolume
+// of its own knobs' truth over the exhaustive one, and its measurements by the pass that chose
+// them. It shows where the search spent its budget against where the front is.
+std::string configurations_measured(const search::KnobSpace& space, const std::vector<std::size_t>& front,
+                                    const std::vector<TimeEnergy>& all, const TimeEnergy& ref, double hv_all,
+                                    const std::vector<Measurement>& measurements, std::size_t budget) {
+  auto name = [](const workload::Knob& k) { return fmt::format("{}/{}", k.sms, k.slot); };
+  std::map<std::string, std::vector<TimeEnergy>> own;
+  for (std::size_t i = 0; i < space.size(); ++i) own[name(space.knob(i))].push_back(all[i]);
+  std::map<std::string, std::map<std::string, int>> passes;
+  std::map<std::string, int> count;
+  for (std::size_t n = 0; n < std::min(budget, measurements.size()); ++n) {
+    const Measurement& m = measurements[n];
+    passes[name(m.knob)][std::string(search::to_string(m.pass))]++;
+    count[name(m.knob)]++;
+  }
+  std::set<std::string> shown;
+  for (std::size_t i : front) shown.insert(name(space.knob(i)));
+  for (const auto& [config, n] : count) {
+    if (n >= 3) shown.insert(config);
+  }
+  std::vector<std::pair<double, std::string>> rows;
+  for (const std::string& config : shown) rows.emplace_back(hypervolume_2d(own[config], ref) / hv_all, config);
+  std::sort(rows.rbegin(), rows.rend());
+  std::string out;
+  for (const auto& [ratio, config] : rows) {
+    std::string by_pass;
+    for (const auto& [pass, n] : passes[config]) by_pass += fmt::format("{}{} {}", by_pass.empty() ? "" : ", ", pass, n);
+    out += fmt::format("\n  {:<14} own HV {:.4f}, measured {}{}", config, ratio, count[config],
+                       by_pass.empty() ? "" : " (" + by_pass + ")");
+  }
+  return out;
+}
+
 double reported_ratio(const search::PreparedSearch& prepared, std::vector<Measurement> measured, std::size_t budget,
                       double static_power_w, const std::vector<TimeEnergy>& all, const TimeEnergy& ref, double hv_all) {
   measured.resize(std::min(budget, measured.size()));
@@ -485,9 +523,11 @@ int main(int argc, char** argv) {
           missed += fmt::format(" {}{}/{}/{}({:.4g} ms, {:.4g} J)", seen.count(i) ? "" : "MISSED ", k.freq_mhz, k.sms,
                                 k.slot, 1e3 * all[i].time_s, all[i].energy_j);
         }
+        const std::string configurations =
+            configurations_measured(space, front, all, ref, hv_all, r.outcome.measurements, row.budgets[1]);
         std::lock_guard lock(print);
-        std::fprintf(stderr, "%s seed %llu front:%s\n", part.key.c_str(), static_cast<unsigned long long>(seed),
-                     missed.c_str());
+        std::fprintf(stderr, "%s seed %llu front:%s%s\n", part.key.c_str(), static_cast<unsigned long long>(seed),
+                     missed.c_str(), configurations.c_str());
       }
     }
 
