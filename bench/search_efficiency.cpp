@@ -10,7 +10,7 @@
 // Usage: kareus_search_efficiency [--configs 0,3] [--partitions fwd_mlp,...] [--seeds 1,2,3]
 //                                 [--random-seeds 5] [--batch 8] [--baselines] [--no-cover]
 //                                 [--initial N] [--noise SIGMA] [--model-noise SIGMA]
-//                                 [--remeasure N] [--exhaustive-posterior] [--oracles] [--markdown FILE]
+//                                 [--remeasure N] [--offset K] [--exhaustive-posterior] [--oracles] [--markdown FILE]
 //                                 [--json FILE] [--verbose]
 // With --noise the searches see the simulated GPU with seeded relative noise SIGMA on time and
 // energy (as a real GPU's measurements scatter; each MOBO seed its own draw); hypervolumes are
@@ -19,6 +19,8 @@
 // The searches are told of the noise (PartitionSearchOptions::measurement_noise) unless
 // --model-noise says otherwise (0: they take the measurements as exact). --remeasure N: a knob is
 // measured N times at most (default the search's); each measurement again draws its own noise.
+// --offset K: the surrogates give each configuration an offset of its own, of prior sd K noise sds
+// (MoboOptions::configuration_offset).
 // Under noise the table also gives what exhaustive profiling reports, the reference any search of
 // a part of the grid is held to: every knob measured once (as the artifact profiles) or three times
 // (their mean), the Pareto knobs of those measurements at their noise-free truth, the worst seed.
@@ -319,6 +321,7 @@ int main(int argc, char** argv) {
   double noise = 0;
   double model_noise = -1;  // the noise the searches are told of; default: --noise
   int remeasure = -1;       // measurements of one knob at most; default: the search's
+  double offset = -1;       // configurations' offsets in measurement sds; default: the search's
   bool oracles_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -360,6 +363,8 @@ int main(int argc, char** argv) {
       model_noise = std::stod(value());
     } else if (a == "--remeasure") {
       remeasure = std::stoi(value());
+    } else if (a == "--offset") {
+      offset = std::stod(value());
     } else if (a == "--oracles") {
       oracles_only = true;
     } else if (a == "--baselines") {
@@ -472,6 +477,7 @@ int main(int argc, char** argv) {
       row.initial = prepared.initial_design_size;
       if (optimism >= 0) prepared.mobo.optimism = optimism;
       if (liar >= 0) prepared.mobo.liar = liar;
+      if (offset >= 0) prepared.mobo.configuration_offset = offset;
       if (ehvi) prepared.mobo.expected_improvement = true;
       prepared.budget = std::max(largest, prepared.initial_design_size);
       search::PartitionSearchResult r =

@@ -1,6 +1,7 @@
 // The GP surrogate: interpolation and shrinking variance at training points, maximum likelihood
 // improving on its start, the analytic likelihood gradient against finite differences, and the
-// additive term carrying a configuration's offset across clocks.
+// additive term carrying a configuration's offset across clocks, the group term against its
+// definition.
 #include "kareus/search/gaussian_process.hpp"
 
 #include <gtest/gtest.h>
@@ -201,6 +202,59 @@ RC_GTEST_PROP(GaussianProcess, AKnownNoiseFloorsTheFittedNoise, ()) {
   RC_ASSERT(at_exact.noise_variance(0) < o.noise_floor);
   // Smoothing: the noisy model's mean no longer passes through every measurement.
   RC_ASSERT((at_noisy.mean() - d.y).norm() > (at_exact.mean() - d.y).norm());
+}
+
+// The group term against its definition, written out here: with fixed hyperparameters the
+// posterior is the Gaussian conditioned on the data under k(a, b) = s²σ²·M(‖a − b‖/ℓ) + g·[a and b
+// share a group] + s²σ_n²·[a = b], s the targets' spread (the model standardises them). A point of
+// a group with no data keeps at least the group's variance, whatever its neighbours say.
+RC_GTEST_PROP(GaussianProcess, AGroupTermIsTheKernelItDefines, ()) {
+  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1'000'000);
+  Rng rng(seed);
+  auto draw = [&](int n) {
+    Eigen::MatrixXd x(n, 3);
+    for (int i = 0; i < n; ++i) x.row(i) << rng.uniform(), 0.5 * static_cast<double>(rng.below(3)), static_cast<double>(rng.below(2));
+    return x;
+  };
+  const Eigen::MatrixXd x = draw(14), points = draw(6);
+  Eigen::VectorXd y(x.rows());
+  for (Eigen::Index i = 0; i < x.rows(); ++i) y(i) = 10 + 2 * truth(x.row(i)) + (x(i, 1) == 0.5 ? 0.7 : 0.0);
+  GpFitOptions o;
+  o.optimise = false;
+  o.group_features = {1, 2};
+  const double spread2 = (y.array() - y.mean()).square().mean();
+  o.group_variance = (0.05 + rng.uniform()) * spread2;
+  const GaussianProcess gp = GaussianProcess::fit(x, y, o);
+  const GpHyperparameters& h = gp.hyperparameters();
+  auto k = [&](const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+    Eigen::MatrixXd out(a.rows(), b.rows());
+    for (Eigen::Index i = 0; i < a.rows(); ++i) {
+      for (Eigen::Index j = 0; j < b.rows(); ++j) {
+        const double r = ((a.row(i) - b.row(j)).array() / h.length_scales.transpose().array()).matrix().norm();
+        const bool same = a(i, 1) == b(j, 1) && a(i, 2) == b(j, 2);
+        out(i, j) = spread2 * h.signal_variance * matern52(r) + (same ? o.group_variance : 0.0);
+      }
+    }
+    return out;
+  };
+  Eigen::MatrixXd kn = k(x, x);
+  kn.diagonal().array() += spread2 * h.noise_variance;
+  const Eigen::LLT<Eigen::MatrixXd> llt(kn);
+  const Eigen::MatrixXd cross = k(x, points);
+  const Eigen::VectorXd mean = y.mean() + (cross.transpose() * llt.solve((y.array() - y.mean()).matrix())).array();
+  const Eigen::MatrixXd cov = k(points, points) - cross.transpose() * llt.solve(cross);
+
+  const GpPrediction p = gp.predict(points);
+  const double tol = 1e-6 * spread2;
+  for (Eigen::Index j = 0; j < points.rows(); ++j) {
+    RC_ASSERT(std::abs(p.mean(j) - mean(j)) <= 1e-6 * std::sqrt(spread2));
+    RC_ASSERT(std::abs(p.variance(j) - cov(j, j)) <= tol);
+    const Eigen::VectorXd c = p.covariance_with(j);
+    for (Eigen::Index i = 0; i < points.rows(); ++i) RC_ASSERT(std::abs(c(i) - cov(i, j)) <= tol);
+    bool group_seen = false;
+    for (Eigen::Index i = 0; i < x.rows(); ++i) group_seen |= x(i, 1) == points(j, 1) && x(i, 2) == points(j, 2);
+    if (!group_seen) RC_ASSERT(p.variance(j) >= o.group_variance * (1 - 1e-9));
+  }
 }
 
 TEST(GaussianProcess, ANegativeNoiseFloorIsAnInternalError) {

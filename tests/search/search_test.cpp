@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -231,11 +232,14 @@ TEST(Search, ReportsProgress) {
 // What MOBO chooses when it takes the measurements as exact (measurement_noise 0), recorded from the
 // search before it could model noise: telling it of no noise must leave every choice as it was.
 // A deliberate change of the noise-free search regenerates these (print `choices(seed)`).
+// Configurations' offsets are a model of noisy measurements: without noise they change nothing.
 TEST(Search, MoboWithoutNoiseChoosesAsBeforeItModelledNoise) {
   SyntheticPartition part;
   KnobSpace space = synthetic_space(part);
-  auto choices = [&](std::uint64_t seed) {
-    MoboStrategy mobo(mobo_options(seed, 8));
+  auto choices = [&](std::uint64_t seed, double configuration_offset = 0) {
+    MoboOptions o = mobo_options(seed, 8);
+    o.configuration_offset = configuration_offset;
+    MoboStrategy mobo(o);
     SearchOutcome out = run_search(space, mobo, measure_of(part), false, nullptr, testing::options(72, 85));
     std::vector<std::size_t> order;
     for (const Measurement& m : out.measurements) order.push_back(*space.index_of(m.knob));
@@ -253,6 +257,7 @@ TEST(Search, MoboWithoutNoiseChoosesAsBeforeItModelledNoise) {
       713, 722, 706, 641, 477, 313, 354, 342, 721, 701, 274, 311, 426, 352, 466, 496, 711, 263};
   EXPECT_EQ(choices(1), seed_1);
   EXPECT_EQ(choices(6), seed_6);
+  EXPECT_EQ(choices(1, 1.0), seed_1);
 }
 
 // Measurements scattered by a seeded relative noise, as a GPU's repeated measurements of a knob are.
@@ -340,6 +345,14 @@ TEST(Search, AMeasurementNoiseOutsideZeroToAHalfIsBadInput) {
     MoboOptions o;
     o.measurement_noise = sigma;
     EXPECT_THROW(MoboStrategy{o}, InputError) << sigma;
+  }
+}
+
+TEST(Search, ANegativeOrNonFiniteConfigurationOffsetIsBadInput) {
+  for (double k : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    MoboOptions o;
+    o.configuration_offset = k;
+    EXPECT_THROW(MoboStrategy{o}, InputError) << k;
   }
 }
 

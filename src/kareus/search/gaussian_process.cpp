@@ -26,6 +26,12 @@ Eigen::MatrixXd kernel(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b, doubl
   return k;
 }
 
+// Whether row i of a and row j of b agree on every column of `columns`.
+bool same_group(const Eigen::MatrixXd& a, Eigen::Index i, const Eigen::MatrixXd& b, Eigen::Index j,
+                const std::vector<Eigen::Index>& columns) {
+  return std::all_of(columns.begin(), columns.end(), [&](Eigen::Index c) { return a(i, c) == b(j, c); });
+}
+
 Eigen::MatrixXd scale_columns(const Eigen::MatrixXd& x, const Eigen::VectorXd& length_scales) {
   return x * length_scales.cwiseInverse().asDiagonal();
 }
@@ -107,6 +113,7 @@ Eigen::VectorXd GpPrediction::covariance_with(Eigen::Index j) const {
   for (Eigen::Index i = 0; i < points_.rows(); ++i) {
     prior(i) = signal_variance_ * matern52((points_.row(i) - points_.row(j)).norm());
     if (additive_.size() > 0) prior(i) += additive_variance_ * matern52(std::abs(additive_(i) - additive_(j)));
+    if (groups_.cols() > 0 && groups_.row(i) == groups_.row(j)) prior(i) += group_variance_;
   }
   Eigen::VectorXd c = prior - v_.transpose() * v_.col(j);
   if (scale_.size() == 0) return c;
@@ -126,10 +133,14 @@ GpPrediction GpPrediction::exponentiated() const {
   return p;
 }
 
-GaussianProcess::GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y, std::optional<Eigen::Index> additive_feature)
-    : x_(std::move(x)), additive_feature_(additive_feature) {
+GaussianProcess::GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y, std::optional<Eigen::Index> additive_feature,
+                                 std::vector<Eigen::Index> group_features)
+    : x_(std::move(x)), additive_feature_(additive_feature), group_features_(std::move(group_features)) {
   KAREUS_CHECK(!additive_feature_ || (*additive_feature_ >= 0 && *additive_feature_ < x_.cols()),
                "the GP's additive feature is not one of its features");
+  KAREUS_CHECK(std::all_of(group_features_.begin(), group_features_.end(),
+                           [&](Eigen::Index c) { return c >= 0 && c < x_.cols(); }),
+               "the GP's group features are not among its features");
   KAREUS_CHECK(x_.rows() == y.size() && x_.rows() >= 1, "GP needs one target per training row");
   KAREUS_CHECK(x_.allFinite() && y.allFinite(), "GP training data must be finite");
   y_mean_ = y.mean();
@@ -147,8 +158,15 @@ GpHyperparameters GaussianProcess::default_hyperparameters(Eigen::Index features
   return h;
 }
 
-void GaussianProcess::add_additive_covariance(Eigen::MatrixXd& k, const Eigen::MatrixXd& points,
+void GaussianProcess::add_additive_and_group_covariance(Eigen::MatrixXd& k, const Eigen::MatrixXd& points,
                                               const GpHyperparameters& h) const {
+  if (group_variance_ > 0) {
+    for (Eigen::Index j = 0; j < points.rows(); ++j) {
+      for (Eigen::Index i = 0; i < x_.rows(); ++i) {
+        if (same_group(x_, i, points, j, group_features_)) k(i, j) += group_variance_;
+      }
+    }
+  }
   if (!additive_feature_) return;
   const Eigen::Index f = *additive_feature_;
   for (Eigen::Index j = 0; j < points.rows(); ++j) {
@@ -164,7 +182,7 @@ double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eige
   Eigen::MatrixXd xs = scale_columns(x_, h.length_scales);
   Eigen::MatrixXd k_ard = kernel(xs, xs, h.signal_variance);
   Eigen::MatrixXd k = k_ard;
-  add_additive_covariance(k, x_, h);
+  add_additive_and_group_covariance(k, x_, h);
   k.diagonal().array() += h.noise_variance;
   Eigen::LLT<Eigen::MatrixXd> chol(k);
   if (chol.info() != Eigen::Success) return -std::numeric_limits<double>::infinity();
@@ -209,7 +227,7 @@ double GaussianProcess::log_marginal_likelihood(const GpHyperparameters& h, Eige
 void GaussianProcess::factorise() {
   x_scaled_ = scale_columns(x_, hyper_.length_scales);
   Eigen::MatrixXd k = kernel(x_scaled_, x_scaled_, hyper_.signal_variance);
-  add_additive_covariance(k, x_, hyper_);
+  add_additive_and_group_covariance(k, x_, hyper_);
   double jitter = 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
     Eigen::MatrixXd kn = k;
@@ -220,14 +238,17 @@ void GaussianProcess::factorise() {
       alpha_ = chol_.solve(y_);
       return;
     }
-    jitter = jitter == 0 ? 1e-8 * (hyper_.signal_variance + hyper_.additive_variance) : jitter * 10;
+    jitter = jitter == 0 ? 1e-8 * (hyper_.signal_variance + hyper_.additive_variance + group_variance_) : jitter * 10;
   }
   throw InternalError("GP kernel matrix is not positive definite even with jitter");
 }
 
 GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpFitOptions& given) {
-  GaussianProcess gp(x, y, given.additive_feature);
+  GaussianProcess gp(x, y, given.additive_feature, given.group_features);
   KAREUS_CHECK(std::isfinite(given.noise_floor) && given.noise_floor >= 0, "a GP noise floor must be finite and >= 0");
+  KAREUS_CHECK(std::isfinite(given.group_variance) && given.group_variance >= 0,
+               "a GP group variance must be finite and >= 0");
+  if (!given.group_features.empty()) gp.group_variance_ = given.group_variance / (gp.y_scale_ * gp.y_scale_);
   GpFitOptions options = given;
   if (given.noise_floor > 0) {
     // The floor in the standardised target's units, where the bounds live.
@@ -307,16 +328,23 @@ GpPrediction GaussianProcess::predict(const Eigen::MatrixXd& points) const {
   GpPrediction p;
   p.points_ = scale_columns(points, hyper_.length_scales);
   Eigen::MatrixXd ks = kernel(x_scaled_, p.points_, hyper_.signal_variance);
-  add_additive_covariance(ks, points, hyper_);
+  add_additive_and_group_covariance(ks, points, hyper_);
   p.mean_ = (ks.transpose() * alpha_).array() * y_scale_ + y_mean_;
   p.v_ = chol_.matrixL().solve(ks);
   const double scale2 = y_scale_ * y_scale_;
-  p.variance_ = ((hyper_.signal_variance + hyper_.additive_variance - p.v_.colwise().squaredNorm().array()).max(0.0) *
-                 scale2).matrix();
+  p.variance_ = ((hyper_.signal_variance + hyper_.additive_variance + group_variance_ -
+                  p.v_.colwise().squaredNorm().array()).max(0.0) * scale2).matrix();
   p.signal_variance_ = hyper_.signal_variance * scale2;
   if (additive_feature_) {
     p.additive_ = points.col(*additive_feature_) / hyper_.additive_length_scale;
     p.additive_variance_ = hyper_.additive_variance * scale2;
+  }
+  if (group_variance_ > 0) {
+    p.groups_.resize(points.rows(), static_cast<Eigen::Index>(group_features_.size()));
+    for (std::size_t c = 0; c < group_features_.size(); ++c) {
+      p.groups_.col(static_cast<Eigen::Index>(c)) = points.col(group_features_[c]);
+    }
+    p.group_variance_ = group_variance_ * scale2;
   }
   p.noise_variance_ = hyper_.noise_variance * scale2;
   // covariance_with() works in the target's units: fold the scale into v.

@@ -46,6 +46,12 @@ struct GpFitOptions {
   // clock, whose effect every knob shares, so that one measurement of a configuration (SMs, slot)
   // at one clock informs that configuration at the other clocks.
   std::optional<Eigen::Index> additive_feature;
+  // Adds a term shared only by points equal on these features, a group (the search's: one
+  // configuration, SMs and slot, at all its clocks), of this fixed prior variance in the target's
+  // units²: each group may stand off the smooth model by an offset of its own, which only its own
+  // points tell and its neighbours' do not explain away. No features or variance 0: none.
+  std::vector<Eigen::Index> group_features;
+  double group_variance = 0;
 };
 
 // Predictive mean and variance (of the latent function, in the target's units) at some points,
@@ -75,6 +81,8 @@ class GpPrediction {
   double signal_variance_ = 1;  // in the target's units²
   Eigen::VectorXd additive_;     // the additive feature of the predicted points over its length scale (empty = none)
   double additive_variance_ = 0;  // in the target's units²
+  Eigen::MatrixXd groups_;        // the group features of the predicted points (no columns: no group term)
+  double group_variance_ = 0;     // in the target's units²
   double noise_variance_ = 0;
   Eigen::VectorXd scale_;  // per-point factor on covariances (empty = 1), see exponentiated()
 };
@@ -98,10 +106,11 @@ class GaussianProcess {
   static GpHyperparameters default_hyperparameters(Eigen::Index features);
 
  private:
-  GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y, std::optional<Eigen::Index> additive_feature);
-  // Adds to k the additive term's prior covariance under h between rows of x_ and of `points`
-  // (nothing without an additive feature); k already holds the ARD part.
-  void add_additive_covariance(Eigen::MatrixXd& k, const Eigen::MatrixXd& points, const GpHyperparameters& h) const;
+  GaussianProcess(Eigen::MatrixXd x, Eigen::VectorXd y, std::optional<Eigen::Index> additive_feature,
+                  std::vector<Eigen::Index> group_features);
+  // Adds to k the additive and the group terms' prior covariances under h between rows of x_ and
+  // of `points` (nothing without them); k already holds the ARD part.
+  void add_additive_and_group_covariance(Eigen::MatrixXd& k, const Eigen::MatrixXd& points, const GpHyperparameters& h) const;
   void factorise();
 
   Eigen::MatrixXd x_;
@@ -110,6 +119,8 @@ class GaussianProcess {
   double y_scale_ = 1;
   GpHyperparameters hyper_;
   std::optional<Eigen::Index> additive_feature_;
+  std::vector<Eigen::Index> group_features_;
+  double group_variance_ = 0;  // of the standardised target; fixed, not fitted
   Eigen::MatrixXd x_scaled_;  // x_ with each column divided by its length scale
   Eigen::LLT<Eigen::MatrixXd> chol_;
   Eigen::VectorXd alpha_;  // K⁻¹ y

@@ -146,6 +146,11 @@ GpFitOptions surrogate_fit_options(const MoboOptions& options, const KnobSpace& 
   // variance for all points: their mean.
   if (relative_sd.size() > 0) {
     fit.noise_floor = log_scale ? relative_sd.array().square().mean() : (relative_sd.array() * y.array()).square().mean();
+    if (space.has_collective() && options.configuration_offset > 0) {
+      // Every feature but the clock (column 0) names the configuration.
+      for (Eigen::Index c = 1; c < space.features().cols(); ++c) fit.group_features.push_back(c);
+      fit.group_variance = options.configuration_offset * options.configuration_offset * fit.noise_floor;
+    }
   }
   return fit;
 }
@@ -244,6 +249,9 @@ MoboStrategy::MoboStrategy(MoboOptions options) : options_(std::move(options)) {
   }
   if (options_.max_measurements_per_knob < 1) {
     throw InputError({"", 0, 0, "--remeasure"}, "a knob is measured at least once");
+  }
+  if (!(options_.configuration_offset >= 0 && std::isfinite(options_.configuration_offset))) {
+    throw InputError({"", 0, 0, "--offset"}, "a configuration offset is a finite number of measurement sds, at least 0");
   }
 }
 

@@ -163,6 +163,12 @@ struct MoboOptions {
   // a new knob's promise, which is where the front's membership hinges on one noisy measurement.
   // Each measurement counts against the budget.
   int max_measurements_per_knob = 1;
+  // Under measurement noise, the prior standard deviation, in measurement sds, of an offset of each
+  // configuration's (SMs, slot) own beside the surrogates' smooth model (GpFitOptions::
+  // group_features): one noisy measurement of a configuration then leaves its other clocks uncertain
+  // by about the noise however well its neighbours are known, so a configuration measured unluckily
+  // slow near the front stays worth another knob. 0: none (bench/results/README.md has 1 against 0).
+  double configuration_offset = 0;
   GpFitOptions gp;
 };
 
