@@ -129,9 +129,6 @@ std::vector<double> prefix_ratios(const std::vector<TimeEnergy>& order, const st
   return out;
 }
 
-// The ratio on the noise-free truth of the knobs the search would report after its first `budget`
-// measurements: the Pareto knobs of its estimates of them (the measurements, or with measurement
-// noise modelled the surrogates' posterior means), as run_prepared_search reports its frontier.
 // Under --verbose, one line per configuration (SMs/slot) that holds a knob of the exhaustive front
 // or that the search measured at least three times within `budget` measurements: the hypervolume
 // of its own knobs' truth over the exhaustive one, and its measurements by the pass that chose
@@ -167,6 +164,9 @@ std::string configurations_measured(const search::KnobSpace& space, const std::v
   return out;
 }
 
+// The ratio on the noise-free truth of the knobs the search would report after its first `budget`
+// measurements: the Pareto knobs of its estimates of them (the measurements, or with measurement
+// noise modelled the surrogates' posterior means), as run_prepared_search reports its frontier.
 double reported_ratio(const search::PreparedSearch& prepared, std::vector<Measurement> measured, std::size_t budget,
                       double static_power_w, const std::vector<TimeEnergy>& all, const TimeEnergy& ref, double hv_all) {
   measured.resize(std::min(budget, measured.size()));
